@@ -1,0 +1,18 @@
+# Writes OUTPUT, a header holding each file of TEMPLATES as a raw string literal,
+# so the library carries its kernel templates and needs no source tree at run time.
+set(body "// Generated from kernel_templates/ by cmake/embed_templates.cmake. Do not edit.\n")
+string(APPEND body "#pragma once\n#include <string_view>\n\nnamespace fajit {\n\n")
+string(APPEND body "struct EmbeddedTemplate {\n    std::string_view name;\n    std::string_view text;\n};\n\n")
+string(APPEND body "inline constexpr EmbeddedTemplate embedded_templates[] = {\n")
+foreach(path IN LISTS TEMPLATES)
+  get_filename_component(name "${path}" NAME)
+  file(READ "${path}" text)
+  string(FIND "${text}" ")fajit_template\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${path} contains the raw-string delimiter )fajit_template\"")
+  endif()
+  string(APPEND body "    {\"${name}\", R\"fajit_template(${text})fajit_template\"},\n")
+endforeach()
+string(APPEND body "};\n\n}  // namespace fajit\n")
+file(WRITE "${OUTPUT}.tmp" "${body}")
+file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)

@@ -1,0 +1,101 @@
+// fa_scalar: the reference and fallback kernel. Plain arithmetic, no matrix units,
+// correct for every shape the spec allows; every faster family is tested against it.
+//
+// One wave owns one query row at a time; a block holds Spec::waves waves and
+// Spec::block_q rows. For each step of Spec::block_k keys, every lane scores
+// block_k / wave-size keys, the wave agrees on the step's maximum, and the
+// rescale-margin rule decides whether the row's frame moves. Each lane then
+// accumulates its own slice of the output's head dims.
+
+template <class Spec>
+__global__ void __launch_bounds__(Spec::waves * FAJIT_WAVE_SIZE) fa_scalar(fa_params p) {
+    using element = typename Spec::element;
+    constexpr int lanes = FAJIT_WAVE_SIZE;
+    constexpr int head_dim = Spec::head_dim;
+    constexpr int dims_per_lane = (head_dim + lanes - 1) / lanes;
+    constexpr int keys_per_lane = Spec::block_k / lanes;
+    constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
+
+    __shared__ float query_rows[Spec::waves][head_dim];
+
+    const int lane = threadIdx.x % lanes;
+    const int wave = threadIdx.x / lanes;
+    const int head = blockIdx.y;
+    const int batch = blockIdx.z;
+    const int kv_head = head / (p.heads_q / p.heads_kv);
+
+    const element* q = static_cast<const element*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[1];
+    const element* k = static_cast<const element*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[1];
+    const element* v = static_cast<const element*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
+    element* o = static_cast<element*>(p.o) + batch * p.o_stride[0] + head * p.o_stride[1];
+    float* query = query_rows[wave];
+
+    for (int local_row = wave; local_row < Spec::block_q; local_row += Spec::waves) {
+        const int row = blockIdx.x * Spec::block_q + local_row;
+        if (row >= p.len_q) break;
+        for (int d = lane; d < head_dim; d += lanes)
+            query[d] = fa_to_float(q[row * p.q_stride[2] + d]) * (p.scale * FAJIT_LOG2E);
+        fa_wave_sync();
+
+        const int visible = fa_visible_keys(Spec::causal, row, p.len_q, p.len_k);
+        float frame = fa_neg_inf();  // every score and sum below is relative to it
+        float lane_sum = 0.0f;
+        float out[dims_per_lane];
+        for (int c = 0; c < dims_per_lane; ++c) out[c] = 0.0f;
+
+        for (int key0 = 0; key0 < visible; key0 += Spec::block_k) {
+            float score[keys_per_lane];
+            float step_max = fa_neg_inf();
+            for (int t = 0; t < keys_per_lane; ++t) {
+                const int key = key0 + t * lanes + lane;
+                float s = fa_neg_inf();
+                if (key < visible) {
+                    const element* key_row = k + key * p.k_stride[2];
+                    s = 0.0f;
+                    for (int d = 0; d < head_dim; ++d) s += query[d] * fa_to_float(key_row[d]);
+                }
+                score[t] = s;
+                step_max = fmaxf(step_max, s);
+            }
+            step_max = fa_wave_max(step_max);
+
+            // Deferred rescale: move the frame only when this step's maximum exceeds it
+            // by more than the margin, so exp(score - frame) stays below exp(margin).
+            if (step_max > frame + margin_log2) {
+                if (frame != fa_neg_inf()) fa_count(p, FA_COUNT_FRAME_MOVES);
+                const float correction = fa_exp2(frame - step_max);
+                frame = step_max;
+                lane_sum *= correction;
+                for (int c = 0; c < dims_per_lane; ++c) out[c] *= correction;
+            } else {
+                fa_count(p, FA_COUNT_FRAME_KEPT);
+            }
+
+            for (int t = 0; t < keys_per_lane; ++t) {
+                const float weight = fa_exp2(score[t] - frame);  // exp2(-inf) = 0 for masked keys
+                lane_sum += weight;
+                const int keys_here = visible - (key0 + t * lanes);
+                for (int source = 0; source < lanes && source < keys_here; ++source) {
+                    const float w = fa_shuffle(weight, source);
+                    const element* value_row = v + (key0 + t * lanes + source) * p.v_stride[2];
+                    for (int c = 0; c < dims_per_lane; ++c) {
+                        const int d = lane + c * lanes;
+                        if (d < head_dim) out[c] += w * fa_to_float(value_row[d]);
+                    }
+                }
+            }
+        }
+
+        // A row that sees no key (Lq > Lk under bottom-right) outputs zeros, not NaN.
+        const float sum = fa_wave_sum(lane_sum);
+        const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+        for (int c = 0; c < dims_per_lane; ++c) {
+            const int d = lane + c * lanes;
+            if (d < head_dim) o[row * p.o_stride[2] + d] = fa_from_float<element>(out[c] * inverse);
+        }
+        if (p.lse && lane == 0)
+            p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.len_q + row] =
+                sum > 0.0f ? (frame + fa_log2(sum)) * FAJIT_LN2 : fa_neg_inf();
+        fa_wave_sync();
+    }
+}

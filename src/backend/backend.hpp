@@ -1,0 +1,74 @@
+#pragma once
+// The one interface every GPU toolkit sits behind. Implementations load their
+// libraries at run time, so a process starts on machines without them; such a
+// backend reports itself unavailable with the reason.
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace fajit {
+
+struct CompileRequest {
+    std::string source;
+    std::string program_name;                   // shown in compiler messages
+    std::vector<std::string> name_expressions;  // e.g. "fa_scalar<fajit_spec>"
+    std::vector<std::string> options;           // extra compiler options
+    std::string arch;                           // full target name
+};
+
+struct CompileResult {
+    bool ok = false;
+    std::vector<std::byte> code;               // AMDGPU code object or cubin
+    std::string log;                            // the compiler's full log, also on success
+    std::vector<std::string> lowered_names;     // one per name expression, never empty when ok
+};
+
+struct DeviceInfo {
+    int ordinal = 0;
+    std::string name;
+    std::string arch;                           // full target name, as compile() takes it
+    int compute_units = 0;                      // CUs (AMD) or SMs (NVIDIA)
+    std::size_t shared_memory_per_block = 0;    // bytes, the opt-in maximum where one exists
+};
+
+struct LaunchShape {
+    unsigned grid[3] = {1, 1, 1};
+    unsigned block[3] = {1, 1, 1};
+    unsigned shared_bytes = 0;
+};
+
+class LoadedKernel {
+public:
+    virtual ~LoadedKernel() = default;
+    // Launches with one by-value argument of argument_bytes bytes on stream
+    // (hipStream_t / CUstream, null for the default stream). Returns an error
+    // message, empty on success.
+    virtual std::string launch(const LaunchShape&, const void* argument, std::size_t argument_bytes,
+                               void* stream) = 0;
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual std::string_view name() const = 0;            // "hip" or "cuda"
+    virtual bool targets(std::string_view arch) const = 0;  // can compile for this arch family
+    // Empty when the compiler library loaded; else why not.
+    virtual std::string compiler_unavailable_reason() const = 0;
+    // Empty when the runtime (driver) loaded and has devices; else why not.
+    virtual std::string runtime_unavailable_reason() const = 0;
+    // Stable text naming the exact compiler build; part of every cache key.
+    virtual std::string compiler_identity() const = 0;
+    virtual CompileResult compile(const CompileRequest&) const = 0;
+    virtual std::vector<DeviceInfo> devices() const = 0;
+    // Loads code on a device and resolves one kernel. Throws std::runtime_error
+    // naming the failure when the loader rejects the code.
+    virtual std::unique_ptr<LoadedKernel> load(int device, std::span<const std::byte> code,
+                                               const std::string& lowered_name) const = 0;
+};
+
+// The backends compiled into this build, whether or not their libraries are present.
+std::vector<std::unique_ptr<Backend>> make_backends();
+
+}  // namespace fajit

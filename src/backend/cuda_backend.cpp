@@ -1,0 +1,300 @@
+// NVIDIA backend: NVRTC compiles, the CUDA driver API loads and launches. Both
+// libraries are opened at run time; their headers are used for types only.
+#include <cuda.h>
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+#include "backend/cuda_backend.hpp"
+#include "backend/dynamic_library.hpp"
+
+namespace fajit {
+namespace {
+
+struct Nvrtc {
+    DynamicLibrary library{{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", FAJIT_CUDA_LIBRARY_DIR "/libnvrtc.so"}};
+    decltype(&nvrtcVersion) version = nullptr;
+    decltype(&nvrtcCreateProgram) create = nullptr;
+    decltype(&nvrtcDestroyProgram) destroy = nullptr;
+    decltype(&nvrtcCompileProgram) compile = nullptr;
+    decltype(&nvrtcGetProgramLogSize) log_size = nullptr;
+    decltype(&nvrtcGetProgramLog) log = nullptr;
+    decltype(&nvrtcGetCUBINSize) cubin_size = nullptr;
+    decltype(&nvrtcGetCUBIN) cubin = nullptr;
+    decltype(&nvrtcAddNameExpression) add_name = nullptr;
+    decltype(&nvrtcGetLoweredName) lowered_name = nullptr;
+    decltype(&nvrtcGetErrorString) error_string = nullptr;
+    std::string error;
+
+    Nvrtc() {
+        if (!library.loaded()) {
+            error = "NVRTC not found (" + library.error() + ")";
+            return;
+        }
+        const bool bound = library.bind(version, "nvrtcVersion") && library.bind(create, "nvrtcCreateProgram") &&
+                           library.bind(destroy, "nvrtcDestroyProgram") &&
+                           library.bind(compile, "nvrtcCompileProgram") &&
+                           library.bind(log_size, "nvrtcGetProgramLogSize") &&
+                           library.bind(log, "nvrtcGetProgramLog") && library.bind(cubin_size, "nvrtcGetCUBINSize") &&
+                           library.bind(cubin, "nvrtcGetCUBIN") && library.bind(add_name, "nvrtcAddNameExpression") &&
+                           library.bind(lowered_name, "nvrtcGetLoweredName") &&
+                           library.bind(error_string, "nvrtcGetErrorString");
+        if (!bound) error = "NVRTC at " + library.path() + " lacks an expected symbol";
+        preload_builtins();
+    }
+
+    // NVRTC opens its builtins library by soname at compile time. When NVRTC itself was
+    // found only through the toolkit directory, the loader would not find the builtins
+    // there, so they are opened here by path first.
+    void preload_builtins() {
+        const auto directory = std::filesystem::path(library.path()).parent_path();
+        std::error_code ignored;
+        for (const auto& file : std::filesystem::directory_iterator(directory, ignored)) {
+            const auto name = file.path().filename().string();
+            if (name.starts_with("libnvrtc-builtins.so.") && name.find(".alt") == std::string::npos &&
+                std::count(name.begin(), name.end(), '.') == 3)
+                builtins.emplace_back(std::make_unique<DynamicLibrary>(std::vector<std::string>{file.path().string()}));
+        }
+    }
+    std::vector<std::unique_ptr<DynamicLibrary>> builtins;
+};
+
+struct Driver {
+    DynamicLibrary library{{"libcuda.so.1", "libcuda.so"}};
+    decltype(&cuInit) init = nullptr;
+    decltype(&cuDeviceGetCount) device_count = nullptr;
+    decltype(&cuDeviceGet) device_get = nullptr;
+    decltype(&cuDeviceGetAttribute) attribute = nullptr;
+    decltype(&cuDeviceGetName) device_name = nullptr;
+    decltype(&cuDevicePrimaryCtxRetain) retain_primary = nullptr;
+    decltype(&cuCtxSetCurrent) set_current = nullptr;
+    decltype(&cuModuleLoadData) module_load = nullptr;
+    decltype(&cuModuleUnload) module_unload = nullptr;
+    decltype(&cuModuleGetFunction) module_function = nullptr;
+    decltype(&cuFuncSetAttribute) function_attribute = nullptr;
+    decltype(&cuLaunchKernel) launch = nullptr;
+    decltype(&cuGetErrorString) error_string = nullptr;
+    std::string error;
+
+    Driver() {
+        if (!library.loaded()) {
+            error = "CUDA driver not found (" + library.error() + ")";
+            return;
+        }
+        const bool bound = library.bind(init, "cuInit") && library.bind(device_count, "cuDeviceGetCount") &&
+                           library.bind(device_get, "cuDeviceGet") && library.bind(attribute, "cuDeviceGetAttribute") &&
+                           library.bind(device_name, "cuDeviceGetName") &&
+                           library.bind(retain_primary, "cuDevicePrimaryCtxRetain") &&
+                           library.bind(set_current, "cuCtxSetCurrent") &&
+                           library.bind(module_load, "cuModuleLoadData") &&
+                           library.bind(module_unload, "cuModuleUnload") &&
+                           library.bind(module_function, "cuModuleGetFunction") &&
+                           library.bind(function_attribute, "cuFuncSetAttribute") &&
+                           library.bind(launch, "cuLaunchKernel") && library.bind(error_string, "cuGetErrorString");
+        if (!bound) {
+            error = "CUDA driver at " + library.path() + " lacks an expected symbol";
+            return;
+        }
+        if (CUresult status = init(0); status != CUDA_SUCCESS) {
+            error = "cuInit failed: " + describe(status);
+            return;
+        }
+        int count = 0;
+        if (device_count(&count) != CUDA_SUCCESS || count == 0) error = "the CUDA driver sees no device";
+    }
+
+    std::string describe(CUresult status) const {
+        const char* text = nullptr;
+        if (error_string) error_string(status, &text);
+        return text ? text : "CUDA error " + std::to_string(status);
+    }
+
+    void check(CUresult status, const char* what) const {
+        if (status != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + ": " + describe(status));
+    }
+
+    void make_current(int ordinal) const {
+        CUdevice device;
+        check(device_get(&device, ordinal), "cuDeviceGet");
+        CUcontext context;
+        check(retain_primary(&context, device), "cuDevicePrimaryCtxRetain");
+        check(set_current(context), "cuCtxSetCurrent");
+    }
+};
+
+const Nvrtc& nvrtc() {
+    static const Nvrtc instance;
+    return instance;
+}
+
+const Driver& driver() {
+    static const Driver instance;
+    return instance;
+}
+
+// Owns an nvrtcProgram so it is destroyed on every path, errors included.
+class Program {
+public:
+    Program(const Nvrtc& api, const CompileRequest& request) : api_(api) {
+        status_ = api_.create(&program_, request.source.c_str(), request.program_name.c_str(), 0, nullptr, nullptr);
+    }
+    ~Program() {
+        if (program_) api_.destroy(&program_);
+    }
+    Program(const Program&) = delete;
+    Program& operator=(const Program&) = delete;
+    nvrtcResult created() const { return status_; }
+    nvrtcProgram get() const { return program_; }
+
+private:
+    const Nvrtc& api_;
+    nvrtcProgram program_ = nullptr;
+    nvrtcResult status_;
+};
+
+class CudaKernel final : public LoadedKernel {
+public:
+    CudaKernel(int device, CUmodule module, CUfunction function) : device_(device), module_(module), function_(function) {}
+    ~CudaKernel() override {
+        driver().make_current(device_);
+        driver().module_unload(module_);
+    }
+
+    std::string launch(const LaunchShape& shape, const void* argument, std::size_t argument_bytes,
+                       void* stream) override {
+        const Driver& api = driver();
+        if (shape.shared_bytes > 48 * 1024) {
+            CUresult status = api.function_attribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                     static_cast<int>(shape.shared_bytes));
+            if (status != CUDA_SUCCESS) return "cuFuncSetAttribute: " + api.describe(status);
+        }
+        // Passing the argument struct as one buffer keeps the launch independent of its fields.
+        void* config[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(argument), CU_LAUNCH_PARAM_BUFFER_SIZE,
+                          &argument_bytes, CU_LAUNCH_PARAM_END};
+        CUresult status = api.launch(function_, shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0],
+                                     shape.block[1], shape.block[2], shape.shared_bytes,
+                                     static_cast<CUstream>(stream), nullptr, config);
+        return status == CUDA_SUCCESS ? std::string{} : "cuLaunchKernel: " + api.describe(status);
+    }
+
+private:
+    int device_;
+    CUmodule module_;
+    CUfunction function_;
+};
+
+class CudaBackend final : public Backend {
+public:
+    std::string_view name() const override { return "cuda"; }
+    bool targets(std::string_view arch) const override { return arch.starts_with("sm_"); }
+    std::string compiler_unavailable_reason() const override { return nvrtc().error; }
+    std::string runtime_unavailable_reason() const override { return driver().error; }
+
+    std::string compiler_identity() const override {
+        const Nvrtc& api = nvrtc();
+        if (!api.error.empty()) return "nvrtc-unavailable";
+        int major = 0, minor = 0;
+        api.version(&major, &minor);
+        const std::string path = api.library.path();
+        return "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + " " + file_fingerprint(path);
+    }
+
+    CompileResult compile(const CompileRequest& request) const override {
+        CompileResult result;
+        const Nvrtc& api = nvrtc();
+        if (!api.error.empty()) {
+            result.log = api.error;
+            return result;
+        }
+        Program program(api, request);
+        if (program.created() != NVRTC_SUCCESS) {
+            result.log = std::string("nvrtcCreateProgram: ") + api.error_string(program.created());
+            return result;
+        }
+        for (const auto& expression : request.name_expressions) api.add_name(program.get(), expression.c_str());
+
+        std::vector<std::string> options = {"--gpu-architecture=" + request.arch, "-std=c++17"};
+        options.insert(options.end(), request.options.begin(), request.options.end());
+        std::vector<const char*> option_pointers;
+        for (const auto& option : options) option_pointers.push_back(option.c_str());
+        const nvrtcResult status =
+            api.compile(program.get(), static_cast<int>(option_pointers.size()), option_pointers.data());
+
+        std::size_t log_size = 0;
+        api.log_size(program.get(), &log_size);
+        result.log.resize(log_size);
+        if (log_size) api.log(program.get(), result.log.data());
+        while (!result.log.empty() && (result.log.back() == '\0' || result.log.back() == '\n')) result.log.pop_back();
+        if (status != NVRTC_SUCCESS) {
+            result.log = std::string("nvrtcCompileProgram: ") + api.error_string(status) + "\n" + result.log;
+            return result;
+        }
+        for (const auto& expression : request.name_expressions) {
+            const char* lowered = nullptr;
+            if (api.lowered_name(program.get(), expression.c_str(), &lowered) != NVRTC_SUCCESS || !lowered ||
+                !*lowered) {
+                result.log += "\nno lowered name for " + expression;
+                return result;
+            }
+            result.lowered_names.emplace_back(lowered);
+        }
+        std::size_t size = 0;
+        api.cubin_size(program.get(), &size);
+        result.code.resize(size);
+        api.cubin(program.get(), reinterpret_cast<char*>(result.code.data()));
+        result.ok = size > 0;
+        return result;
+    }
+
+    std::vector<DeviceInfo> devices() const override {
+        const Driver& api = driver();
+        std::vector<DeviceInfo> found;
+        if (!api.error.empty()) return found;
+        int count = 0;
+        api.device_count(&count);
+        for (int ordinal = 0; ordinal < count; ++ordinal) {
+            CUdevice device;
+            if (api.device_get(&device, ordinal) != CUDA_SUCCESS) continue;
+            int major = 0, minor = 0, sms = 0, shared = 0;
+            api.attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+            api.attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+            api.attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+            api.attribute(&shared, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device);
+            char name[256] = {};
+            api.device_name(name, sizeof name, device);
+            DeviceInfo info;
+            info.ordinal = ordinal;
+            info.name = name;
+            // Architecture-specific features (wgmma, setmaxnreg) need the "a" target from sm_90 on.
+            info.arch = "sm_" + std::to_string(major * 10 + minor) + (major >= 9 ? "a" : "");
+            info.compute_units = sms;
+            info.shared_memory_per_block = static_cast<std::size_t>(shared);
+            found.push_back(info);
+        }
+        return found;
+    }
+
+    std::unique_ptr<LoadedKernel> load(int device, std::span<const std::byte> code,
+                                       const std::string& lowered_name) const override {
+        const Driver& api = driver();
+        if (!api.error.empty()) throw std::runtime_error(api.error);
+        api.make_current(device);
+        CUmodule module;
+        api.check(api.module_load(&module, code.data()), "cuModuleLoadData");
+        CUfunction function;
+        if (CUresult status = api.module_function(&function, module, lowered_name.c_str()); status != CUDA_SUCCESS) {
+            api.module_unload(module);
+            api.check(status, ("cuModuleGetFunction(" + lowered_name + ")").c_str());
+        }
+        return std::make_unique<CudaKernel>(device, module, function);
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
+
+}  // namespace fajit

@@ -1,0 +1,275 @@
+// AMD backend: HIPRTC compiles, the HIP module API loads and launches. Both are
+// opened at run time. ROCm 5.x ships HIPRTC inside libamdhip64, ROCm 6+ as libhiprtc.
+#include <hip/hip_runtime_api.h>
+#include <hip/hiprtc.h>
+#include <link.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "backend/dynamic_library.hpp"
+#include "backend/hip_backend.hpp"
+
+// The headers may redirect an API to a versioned symbol (hipGetDeviceProperties ->
+// hipGetDevicePropertiesR0600 on ROCm 6); binding the expanded name keeps the struct
+// layout we were compiled with.
+#define FAJIT_SYMBOL_NAME(name) FAJIT_SYMBOL_NAME_EXPANDED(name)
+#define FAJIT_SYMBOL_NAME_EXPANDED(name) #name
+
+namespace fajit {
+namespace {
+
+struct Hiprtc {
+    DynamicLibrary library{{"libhiprtc.so.7", "libhiprtc.so.6", "libamdhip64.so.5", "libhiprtc.so", "libamdhip64.so"}};
+    decltype(&hiprtcVersion) version = nullptr;
+    decltype(&hiprtcCreateProgram) create = nullptr;
+    decltype(&hiprtcDestroyProgram) destroy = nullptr;
+    decltype(&hiprtcCompileProgram) compile = nullptr;
+    decltype(&hiprtcGetProgramLogSize) log_size = nullptr;
+    decltype(&hiprtcGetProgramLog) log = nullptr;
+    decltype(&hiprtcGetCodeSize) code_size = nullptr;
+    decltype(&hiprtcGetCode) code = nullptr;
+    decltype(&hiprtcAddNameExpression) add_name = nullptr;
+    decltype(&hiprtcGetLoweredName) lowered_name = nullptr;
+    decltype(&hiprtcGetErrorString) error_string = nullptr;
+    std::string error;
+
+    Hiprtc() {
+        if (!library.loaded()) {
+            error = "HIPRTC not found (" + library.error() + ")";
+            return;
+        }
+        const bool bound =
+            library.bind(version, "hiprtcVersion") && library.bind(create, "hiprtcCreateProgram") &&
+            library.bind(destroy, "hiprtcDestroyProgram") && library.bind(compile, "hiprtcCompileProgram") &&
+            library.bind(log_size, "hiprtcGetProgramLogSize") && library.bind(log, "hiprtcGetProgramLog") &&
+            library.bind(code_size, "hiprtcGetCodeSize") && library.bind(code, "hiprtcGetCode") &&
+            library.bind(add_name, "hiprtcAddNameExpression") &&
+            library.bind(lowered_name, "hiprtcGetLoweredName") && library.bind(error_string, "hiprtcGetErrorString");
+        if (!bound) error = "HIPRTC at " + library.path() + " lacks an expected symbol";
+    }
+};
+
+struct HipRuntime {
+    DynamicLibrary library{{"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"}};
+    decltype(&hipGetDeviceCount) device_count = nullptr;
+    decltype(&hipGetDeviceProperties) properties = nullptr;
+    decltype(&hipSetDevice) set_device = nullptr;
+    decltype(&hipModuleLoadData) module_load = nullptr;
+    decltype(&hipModuleUnload) module_unload = nullptr;
+    decltype(&hipModuleGetFunction) module_function = nullptr;
+    decltype(&hipModuleLaunchKernel) launch = nullptr;
+    decltype(&hipGetErrorString) error_string = nullptr;
+    std::string error;
+
+    HipRuntime() {
+        if (!library.loaded()) {
+            error = "HIP runtime not found (" + library.error() + ")";
+            return;
+        }
+        const bool bound = library.bind(device_count, "hipGetDeviceCount") &&
+                           library.bind(properties, FAJIT_SYMBOL_NAME(hipGetDeviceProperties)) &&
+                           library.bind(set_device, "hipSetDevice") &&
+                           library.bind(module_load, "hipModuleLoadData") &&
+                           library.bind(module_unload, "hipModuleUnload") &&
+                           library.bind(module_function, "hipModuleGetFunction") &&
+                           library.bind(launch, "hipModuleLaunchKernel") &&
+                           library.bind(error_string, "hipGetErrorString");
+        if (!bound) {
+            error = "HIP runtime at " + library.path() + " lacks an expected symbol";
+            return;
+        }
+        int count = 0;
+        if (device_count(&count) != hipSuccess || count == 0) error = "the HIP runtime sees no device";
+    }
+
+    void check(hipError_t status, const std::string& what) const {
+        if (status != hipSuccess) throw std::runtime_error(what + ": " + error_string(status));
+    }
+};
+
+const Hiprtc& hiprtc() {
+    static const Hiprtc instance;
+    return instance;
+}
+
+const HipRuntime& hip() {
+    static const HipRuntime instance;
+    return instance;
+}
+
+// The code-object compiler (comgr) is a dependency of the HIPRTC library; its
+// bytes decide the generated code as much as HIPRTC's do.
+std::string loaded_library_path(std::string_view fragment) {
+    struct Search {
+        std::string_view fragment;
+        std::string found;
+    } search{fragment, {}};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) {
+            auto* state = static_cast<Search*>(data);
+            if (info->dlpi_name && std::string_view(info->dlpi_name).find(state->fragment) != std::string_view::npos) {
+                state->found = info->dlpi_name;
+                return 1;
+            }
+            return 0;
+        },
+        &search);
+    return search.found;
+}
+
+// Owns a hiprtcProgram so it is destroyed on every path, errors included.
+class Program {
+public:
+    Program(const Hiprtc& api, const CompileRequest& request) : api_(api) {
+        status_ = api_.create(&program_, request.source.c_str(), request.program_name.c_str(), 0, nullptr, nullptr);
+    }
+    ~Program() {
+        if (program_) api_.destroy(&program_);
+    }
+    Program(const Program&) = delete;
+    Program& operator=(const Program&) = delete;
+    hiprtcResult created() const { return status_; }
+    hiprtcProgram get() const { return program_; }
+
+private:
+    const Hiprtc& api_;
+    hiprtcProgram program_ = nullptr;
+    hiprtcResult status_;
+};
+
+class HipKernel final : public LoadedKernel {
+public:
+    HipKernel(int device, hipModule_t module, hipFunction_t function)
+        : device_(device), module_(module), function_(function) {}
+    ~HipKernel() override {
+        // Nothing useful can be done about a failed unload in a destructor.
+        (void)hip().set_device(device_);
+        (void)hip().module_unload(module_);
+    }
+
+    std::string launch(const LaunchShape& shape, const void* argument, std::size_t argument_bytes,
+                       void* stream) override {
+        const HipRuntime& api = hip();
+        // Passing the argument struct as one buffer keeps the launch independent of its fields.
+        void* config[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(argument), HIP_LAUNCH_PARAM_BUFFER_SIZE,
+                          &argument_bytes, HIP_LAUNCH_PARAM_END};
+        hipError_t status = api.set_device(device_);
+        if (status == hipSuccess)
+            status = api.launch(function_, shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0], shape.block[1],
+                                shape.block[2], shape.shared_bytes, static_cast<hipStream_t>(stream), nullptr, config);
+        return status == hipSuccess ? std::string{} : std::string("hipModuleLaunchKernel: ") + api.error_string(status);
+    }
+
+private:
+    int device_;
+    hipModule_t module_;
+    hipFunction_t function_;
+};
+
+class HipBackend final : public Backend {
+public:
+    std::string_view name() const override { return "hip"; }
+    bool targets(std::string_view arch) const override { return arch.starts_with("gfx"); }
+    std::string compiler_unavailable_reason() const override { return hiprtc().error; }
+    std::string runtime_unavailable_reason() const override { return hip().error; }
+
+    std::string compiler_identity() const override {
+        const Hiprtc& api = hiprtc();
+        if (!api.error.empty()) return "hiprtc-unavailable";
+        int major = 0, minor = 0;
+        api.version(&major, &minor);
+        const std::string comgr = loaded_library_path("libamd_comgr");
+        return "hiprtc " + std::to_string(major) + "." + std::to_string(minor) + " " +
+               file_fingerprint(api.library.path()) + " comgr " + (comgr.empty() ? "none" : file_fingerprint(comgr));
+    }
+
+    CompileResult compile(const CompileRequest& request) const override {
+        CompileResult result;
+        const Hiprtc& api = hiprtc();
+        if (!api.error.empty()) {
+            result.log = api.error;
+            return result;
+        }
+        Program program(api, request);
+        if (program.created() != HIPRTC_SUCCESS) {
+            result.log = std::string("hiprtcCreateProgram: ") + api.error_string(program.created());
+            return result;
+        }
+        for (const auto& expression : request.name_expressions) api.add_name(program.get(), expression.c_str());
+
+        std::vector<std::string> options = {"--offload-arch=" + request.arch, "-O3", "-std=c++17"};
+        options.insert(options.end(), request.options.begin(), request.options.end());
+        std::vector<const char*> option_pointers;
+        for (const auto& option : options) option_pointers.push_back(option.c_str());
+        const hiprtcResult status =
+            api.compile(program.get(), static_cast<int>(option_pointers.size()), option_pointers.data());
+
+        std::size_t log_size = 0;
+        api.log_size(program.get(), &log_size);
+        result.log.resize(log_size);
+        if (log_size) api.log(program.get(), result.log.data());
+        while (!result.log.empty() && (result.log.back() == '\0' || result.log.back() == '\n')) result.log.pop_back();
+        if (status != HIPRTC_SUCCESS) {
+            result.log = std::string("hiprtcCompileProgram: ") + api.error_string(status) + "\n" + result.log;
+            return result;
+        }
+        for (const auto& expression : request.name_expressions) {
+            const char* lowered = nullptr;
+            if (api.lowered_name(program.get(), expression.c_str(), &lowered) != HIPRTC_SUCCESS || !lowered ||
+                !*lowered) {
+                result.log += "\nno lowered name for " + expression;
+                return result;
+            }
+            result.lowered_names.emplace_back(lowered);
+        }
+        std::size_t size = 0;
+        api.code_size(program.get(), &size);
+        result.code.resize(size);
+        api.code(program.get(), reinterpret_cast<char*>(result.code.data()));
+        result.ok = size > 0;
+        return result;
+    }
+
+    std::vector<DeviceInfo> devices() const override {
+        const HipRuntime& api = hip();
+        std::vector<DeviceInfo> found;
+        if (!api.error.empty()) return found;
+        int count = 0;
+        (void)api.device_count(&count);  // count stays 0 on failure
+        for (int ordinal = 0; ordinal < count; ++ordinal) {
+            hipDeviceProp_t properties{};
+            if (api.properties(&properties, ordinal) != hipSuccess) continue;
+            DeviceInfo info;
+            info.ordinal = ordinal;
+            info.name = properties.name;
+            info.arch = properties.gcnArchName;  // with features, e.g. gfx90a:sramecc+:xnack-
+            info.compute_units = properties.multiProcessorCount;
+            info.shared_memory_per_block = properties.sharedMemPerBlock;
+            found.push_back(info);
+        }
+        return found;
+    }
+
+    std::unique_ptr<LoadedKernel> load(int device, std::span<const std::byte> code,
+                                       const std::string& lowered_name) const override {
+        const HipRuntime& api = hip();
+        if (!api.error.empty()) throw std::runtime_error(api.error);
+        api.check(api.set_device(device), "hipSetDevice");
+        hipModule_t module;
+        api.check(api.module_load(&module, code.data()), "hipModuleLoadData");
+        hipFunction_t function;
+        if (hipError_t status = api.module_function(&function, module, lowered_name.c_str()); status != hipSuccess) {
+            (void)api.module_unload(module);
+            api.check(status, "hipModuleGetFunction(" + lowered_name + ")");
+        }
+        return std::make_unique<HipKernel>(device, module, function);
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_hip_backend() { return std::make_unique<HipBackend>(); }
+
+}  // namespace fajit

@@ -1,0 +1,36 @@
+#pragma once
+// Finds the code object for a spec: in memory, else on disk, else by compiling it
+// (once per key, whatever the number of threads or processes asking).
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "cache/disk_cache.hpp"
+#include "codegen/template_store.hpp"
+#include "fajit/options.hpp"
+#include "fajit/runtime.hpp"
+
+namespace fajit {
+
+class KernelProvider {
+public:
+    KernelProvider(const Options&, const std::vector<std::unique_ptr<Backend>>& backends);
+
+    CompiledKernel get(const KernelSpec&);
+    std::string emit(const KernelSpec&) const;
+    // Drops a kernel the device loader rejected, so the next get() compiles it afresh.
+    void forget(const CompiledKernel&);
+
+private:
+    const Backend& backend_for(const std::string& arch) const;
+
+    TemplateStore templates_;
+    const std::vector<std::unique_ptr<Backend>>& backends_;
+    cache::DiskCache disk_;
+    std::mutex mutex_;
+    std::map<std::string, CompiledKernel> in_memory_;  // by cache key
+};
+
+}  // namespace fajit

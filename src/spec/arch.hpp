@@ -1,0 +1,17 @@
+#pragma once
+// Facts derived from a full target name. gfx* names an AMD target (HIPRTC), sm_* an
+// NVIDIA one (NVRTC); anything else is rejected by validation.
+#include <string_view>
+
+namespace fajit {
+
+enum class Vendor { amd, nvidia, unknown };
+
+Vendor vendor_of(std::string_view arch);
+// The processor without feature suffixes: "gfx90a:sramecc+:xnack-" -> "gfx90a".
+std::string_view processor_of(std::string_view arch);
+// Lanes per wave: 64 on gfx9 (GCN/CDNA), 32 on gfx10+ and NVIDIA.
+int wave_size(std::string_view arch);
+bool is_gfx11(std::string_view arch);
+
+}  // namespace fajit
