@@ -4,6 +4,7 @@ set(body "// Generated from kernel_templates/ by cmake/embed_templates.cmake. Do
 string(APPEND body "#pragma once\n#include <string_view>\n\nnamespace fajit {\n\n")
 string(APPEND body "struct EmbeddedTemplate {\n    std::string_view name;\n    std::string_view text;\n};\n\n")
 string(APPEND body "inline constexpr EmbeddedTemplate embedded_templates[] = {\n")
+string(REPLACE "|" ";" TEMPLATES "${TEMPLATES}")
 foreach(path IN LISTS TEMPLATES)
   get_filename_component(name "${path}" NAME)
   file(READ "${path}" text)

@@ -31,6 +31,9 @@ struct AttentionArgs {
     float scale = 0.0f;       // softmax scale, typically 1/sqrt(head_dim)
     CausalMode causal = CausalMode::none;
     int device = 0;           // device ordinal within the backend that runs it
+    // Tests only: a device buffer of 2 counters (frame moves, frames kept) that kernels
+    // add to when compiled with Options::debug_counters.
+    unsigned long long* debug_counters = nullptr;
 };
 
 // Empty when args are usable; else a message naming the bad field and its value.

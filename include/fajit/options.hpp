@@ -16,6 +16,9 @@ struct Options {
     bool cache_disabled = false;                 // FAJIT_CACHE_DISABLE=1
     std::filesystem::path template_dir;          // FAJIT_TEMPLATE_DIR: read templates from here
     std::string log_level = "warn";              // FAJIT_LOG_LEVEL: trace, debug, info, warn, error, off
+    // FAJIT_DEBUG_COUNTERS=1 compiles the kernels' test counters in (see
+    // AttentionArgs::debug_counters). Such kernels are cached under their own keys.
+    bool debug_counters = false;
 
     // Reads FAJIT_* variables over the defaults. Throws std::invalid_argument naming
     // the variable and its value when one is malformed.

@@ -68,6 +68,9 @@ public:
     // device or the launch fails.
     void attention(const AttentionArgs&, void* stream);
 
+    // Runs a given variant (its arch must be the device's), for tests and benchmarks.
+    void run(const KernelSpec&, const AttentionArgs&, void* stream);
+
     // The spec attention() would run for args on its device.
     KernelSpec select(const AttentionArgs&) const;
 

@@ -2,7 +2,7 @@
 
 namespace fajit {
 
-KernelArguments make_kernel_arguments(const AttentionArgs& args, unsigned long long* debug_counters) {
+KernelArguments make_kernel_arguments(const AttentionArgs& args) {
     const auto strides = [](const Strides& s, std::int64_t (&out)[3]) {
         out[0] = s.batch;
         out[1] = s.head;
@@ -14,7 +14,7 @@ KernelArguments make_kernel_arguments(const AttentionArgs& args, unsigned long l
     kernel.v = args.v;
     kernel.o = args.o;
     kernel.lse = args.lse;
-    kernel.debug_counters = debug_counters;
+    kernel.debug_counters = args.debug_counters;
     strides(args.q_strides, kernel.q_stride);
     strides(args.k_strides, kernel.k_stride);
     strides(args.v_strides, kernel.v_stride);

@@ -27,6 +27,6 @@ struct KernelArguments {
 };
 static_assert(sizeof(KernelArguments) == 168, "KernelArguments layout changed: update fa_params in prelude.h too");
 
-KernelArguments make_kernel_arguments(const AttentionArgs&, unsigned long long* debug_counters = nullptr);
+KernelArguments make_kernel_arguments(const AttentionArgs&);
 
 }  // namespace fajit

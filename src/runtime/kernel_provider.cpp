@@ -31,7 +31,11 @@ std::string join(const std::vector<std::string>& items) {
 }  // namespace
 
 KernelProvider::KernelProvider(const Options& options, const std::vector<std::unique_ptr<Backend>>& backends)
-    : templates_(options.template_dir), backends_(backends), disk_(disk_config(options)) {}
+    : templates_(options.template_dir),
+      compile_options_(options.debug_counters ? std::vector<std::string>{"-DFAJIT_DEBUG_COUNTERS=1"}
+                                              : std::vector<std::string>{}),
+      backends_(backends),
+      disk_(disk_config(options)) {}
 
 const Backend& KernelProvider::backend_for(const std::string& arch) const {
     for (const auto& backend : backends_)
@@ -57,6 +61,7 @@ CompiledKernel KernelProvider::get(const KernelSpec& spec) {
     request.source = emitted.source;
     request.program_name = "fajit_" + std::string(to_string(spec.family)) + ".cu";
     request.name_expressions = {emitted.name_expression};
+    request.options = compile_options_;
     request.arch = spec.arch;
 
     const std::string compiler = backend.compiler_identity();

@@ -27,6 +27,7 @@ private:
     const Backend& backend_for(const std::string& arch) const;
 
     TemplateStore templates_;
+    std::vector<std::string> compile_options_;
     const std::vector<std::unique_ptr<Backend>>& backends_;
     cache::DiskCache disk_;
     std::mutex mutex_;

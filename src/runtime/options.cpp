@@ -51,6 +51,8 @@ Options Options::from_environment() {
     }
     if (auto disable = environment("FAJIT_CACHE_DISABLE"))
         options.cache_disabled = parse_flag("FAJIT_CACHE_DISABLE", *disable);
+    if (auto counters = environment("FAJIT_DEBUG_COUNTERS"))
+        options.debug_counters = parse_flag("FAJIT_DEBUG_COUNTERS", *counters);
     if (auto dir = environment("FAJIT_TEMPLATE_DIR")) options.template_dir = *dir;
     if (auto level = environment("FAJIT_LOG_LEVEL")) {
         static constexpr const char* levels[] = {"trace", "debug", "info", "warn", "error", "off"};

@@ -8,6 +8,7 @@
 
 #include "runtime/kernel_arguments.hpp"
 #include "runtime/kernel_provider.hpp"
+#include "runtime/launch_geometry.hpp"
 #include "spec/arch.hpp"
 
 namespace fajit {
@@ -16,15 +17,6 @@ namespace {
 // Margin (natural-log units) every family gets unless the spec says otherwise:
 // exp(10) = 22026 keeps unnormalized probabilities inside f16's range.
 constexpr float default_rescale_margin = 10.0f;
-
-LaunchShape launch_shape(const KernelSpec& spec, const AttentionArgs& args) {
-    LaunchShape shape;
-    shape.grid[0] = static_cast<unsigned>((args.len_q + spec.block_q - 1) / spec.block_q);
-    shape.grid[1] = static_cast<unsigned>(args.heads_q);
-    shape.grid[2] = static_cast<unsigned>(args.batch);
-    shape.block[0] = static_cast<unsigned>(spec.waves * wave_size(spec.arch));
-    return shape;
-}
 
 }  // namespace
 
@@ -103,7 +95,13 @@ KernelSpec Runtime::select(const AttentionArgs& args) const {
 
 void Runtime::attention(const AttentionArgs& args, void* stream) {
     if (auto error = check_arguments(args); !error.empty()) throw std::invalid_argument(error);
-    const KernelSpec spec = select(args);
+    run(select(args), args, stream);
+}
+
+void Runtime::run(const KernelSpec& spec, const AttentionArgs& args, void* stream) {
+    if (auto error = check_arguments(args); !error.empty()) throw std::invalid_argument(error);
+    if (spec.head_dim != args.head_dim || spec.dtype != args.dtype || spec.causal != args.causal)
+        throw std::invalid_argument("spec " + to_string(spec) + " does not match the arguments' head_dim, dtype or causal");
     const Backend& backend = state_->running_backend();
     CompiledKernel kernel = state_->provider.get(spec);
 
