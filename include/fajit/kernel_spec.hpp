@@ -34,7 +34,7 @@ struct KernelSpec {
 
 // The canonical text form, e.g.
 //   family=scalar,d=128,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=bottom-right,arch=gfx1151
-// arch comes last because feature suffixes may contain any character but a comma.
+// arch comes last so the variable-length target name ends the line.
 std::string to_string(const KernelSpec&);
 
 struct SpecParseResult {

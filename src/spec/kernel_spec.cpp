@@ -140,8 +140,7 @@ KernelSpec with_family_defaults(KernelSpec spec) {
 SpecParseResult parse_spec(std::string_view text) {
     std::map<std::string, std::string, std::less<>> fields;
     while (!text.empty()) {
-        const bool is_arch = text.starts_with("arch=");
-        const auto end = is_arch ? text.size() : std::min(text.find(','), text.size());
+        const auto end = std::min(text.find(','), text.size());
         const auto item = text.substr(0, end);
         text.remove_prefix(std::min(end + 1, text.size()));
         const auto eq = item.find('=');

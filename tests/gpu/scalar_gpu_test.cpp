@@ -1,0 +1,117 @@
+// The scalar kernel against the f64 reference, on a real device through the library.
+// Skips, saying why, where no CUDA device is present.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "support/attention_case.hpp"
+#include "support/gpu_memory.hpp"
+
+using namespace fajit;
+using namespace fajit::testing;
+
+namespace {
+
+Runtime& runtime() {
+    static Runtime instance = [] {
+        Options options = Options::from_environment();
+        options.cache_dir = std::filesystem::temp_directory_path() / "fa-jit-gpu-test-cache";
+        options.log_level = "warn";
+        return Runtime(options);
+    }();
+    return instance;
+}
+
+std::string device_arch() { return runtime().devices().at(0).arch; }
+
+KernelSpec scalar_spec(const CaseShape& shape, float margin) {
+    KernelSpec spec;
+    spec.family = Family::scalar;
+    spec.arch = device_arch();
+    spec = with_family_defaults(spec);
+    spec.head_dim = shape.head_dim;
+    spec.dtype = shape.dtype;
+    spec.causal = shape.causal;
+    spec.rescale_margin = margin;
+    return spec;
+}
+
+bool skip_without_device() {
+    if (auto reason = CudaTestDevice::unavailable_reason(); !reason.empty()) {
+        std::printf("skipped: %s\n", reason.c_str());
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("scalar kernel matches the f64 reference over dtype, causal, head dim, GQA, lengths and margin") {
+    if (skip_without_device()) return;
+    const std::pair<int, int> lengths[] = {{1, 1},   {1, 1000}, {7, 129},    {129, 7},   {7, 7},
+                                           {129, 1000}, {1000, 129}, {1000, 1000}, {1000, 1}};
+    int cases = 0, failures = 0;
+    double worst[3] = {0, 0, 0};
+    std::uint64_t seed = 1;
+    for (DType dtype : {DType::f16, DType::bf16, DType::f32})
+        for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right})
+            for (int head_dim : {64, 80, 128, 256})
+                for (int group : {1, 4})
+                    for (float margin : {0.0f, 10.0f})
+                        for (auto [len_q, len_k] : lengths) {
+                            CaseShape shape;
+                            shape.heads_kv = 1;
+                            shape.heads_q = group;
+                            shape.batch = 1;
+                            shape.len_q = len_q;
+                            shape.len_k = len_k;
+                            shape.head_dim = head_dim;
+                            shape.dtype = dtype;
+                            shape.causal = causal;
+                            shape.scale = 4.0f / std::sqrt(static_cast<float>(head_dim));
+                            shape.layout = static_cast<Layout>(cases % 3);
+                            shape.with_lse = cases % 2 == 0;
+                            const CaseInputs inputs = random_inputs(shape, seed++);
+                            const auto run = run_on_device(runtime(), scalar_spec(shape, margin), shape, inputs);
+                            const auto want = reference_attention(shape, inputs);
+                            const auto result = compare(shape, run.outputs, want, output_tolerance(shape, inputs));
+                            ++cases;
+                            worst[static_cast<int>(dtype)] = std::max(worst[static_cast<int>(dtype)], result.max_error);
+                            if (result.bad_elements) {
+                                ++failures;
+                                FAIL_CHECK(shape.describe() << " margin=" << margin << ": " << result.bad_elements
+                                                            << " bad, first " << result.first_bad);
+                            }
+                        }
+    std::printf("scalar sweep: %d cases, %d failed; max abs error f16 %.3g, bf16 %.3g, f32 %.3g\n", cases, failures,
+                worst[0], worst[1], worst[2]);
+    CHECK(failures == 0);
+}
+
+TEST_CASE("scalar kernel moves its frame only past the margin on a rising score ramp") {
+    if (skip_without_device()) return;
+    Options options = Options::from_environment();
+    options.cache_dir = std::filesystem::temp_directory_path() / "fa-jit-gpu-test-cache";
+    options.debug_counters = true;
+    Runtime counting(options);
+    for (float margin : {0.0f, 10.0f, 40.0f}) {
+        CaseShape shape;
+        shape.len_q = 64;
+        shape.len_k = 1024;
+        shape.head_dim = 64;
+        shape.dtype = DType::bf16;
+        shape.causal = CausalMode::bottom_right;
+        const CaseInputs inputs = ramp_inputs(shape, 7);
+        const auto run = run_on_device(counting, scalar_spec(shape, margin), shape, inputs, true);
+        const auto want = reference_attention(shape, inputs);
+        const auto result = compare(shape, run.outputs, want, output_tolerance(shape, inputs));
+        std::printf("ramp margin %g: %llu frame moves, %llu frames kept, max abs error %.3g\n", margin,
+                    run.counters[0], run.counters[1], result.max_error);
+        CHECK_MESSAGE(result.bad_elements == 0, result.first_bad);
+        CHECK(run.counters[0] > 0);  // the ramp rises ~6 units per 64-key step: frames must move
+        if (margin == 0.0f) CHECK(run.counters[1] == 0);  // every rise moves the frame
+        else CHECK(run.counters[1] > 0);                   // rises within the margin keep it
+    }
+}

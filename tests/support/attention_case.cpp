@@ -1,0 +1,287 @@
+#include "support/attention_case.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <thread>
+
+#include "support/gpu_memory.hpp"
+#include "support/half_precision.hpp"
+
+namespace fajit::testing {
+namespace {
+
+float round_to(DType dtype, float value) {
+    switch (dtype) {
+        case DType::f16: return from_f16_bits(to_f16_bits(value));
+        case DType::bf16: return from_bf16_bits(to_bf16_bits(value));
+        case DType::f32: return value;
+    }
+    return value;
+}
+
+std::size_t element_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+
+// Unit roundoff: the largest relative error of rounding to the type.
+double unit_roundoff(DType dtype) {
+    switch (dtype) {
+        case DType::f16: return std::ldexp(1.0, -11);
+        case DType::bf16: return std::ldexp(1.0, -8);
+        case DType::f32: return std::ldexp(1.0, -24);
+    }
+    return 0.0;
+}
+
+std::size_t logical_index(int heads, int length, int head_dim, int b, int h, int s, int d) {
+    return ((static_cast<std::size_t>(b) * heads + h) * length + s) * head_dim + d;
+}
+
+Strides strides_for(Layout layout, int heads, int length, int head_dim) {
+    switch (layout) {
+        case Layout::bhsd: return {std::int64_t(heads) * length * head_dim, std::int64_t(length) * head_dim, head_dim};
+        case Layout::bshd: return {std::int64_t(length) * heads * head_dim, head_dim, std::int64_t(heads) * head_dim};
+        case Layout::padded: {
+            const std::int64_t row = head_dim + 8;
+            return {heads * length * row, length * row, row};
+        }
+    }
+    return {};
+}
+
+std::size_t storage_elements(const CaseShape& shape, int heads, int length) {
+    const Strides s = strides_for(shape.layout, heads, length, shape.head_dim);
+    return static_cast<std::size_t>((shape.batch - 1) * s.batch + (heads - 1) * s.head + (length - 1) * s.sequence +
+                                    shape.head_dim);
+}
+
+// Packs logical values into the layout's storage, encoded as the element type.
+std::vector<unsigned char> pack(const CaseShape& shape, const std::vector<float>& values, int heads, int length) {
+    const Strides s = strides_for(shape.layout, heads, length, shape.head_dim);
+    const std::size_t bytes = element_bytes(shape.dtype);
+    std::vector<unsigned char> storage(storage_elements(shape, heads, length) * bytes, 0);
+    for (int b = 0; b < shape.batch; ++b)
+        for (int h = 0; h < heads; ++h)
+            for (int t = 0; t < length; ++t)
+                for (int d = 0; d < shape.head_dim; ++d) {
+                    const float value = values[logical_index(heads, length, shape.head_dim, b, h, t, d)];
+                    const std::size_t offset = static_cast<std::size_t>(b * s.batch + h * s.head + t * s.sequence + d);
+                    if (shape.dtype == DType::f32) std::memcpy(&storage[offset * 4], &value, 4);
+                    else {
+                        const std::uint16_t bits =
+                            shape.dtype == DType::f16 ? to_f16_bits(value) : to_bf16_bits(value);
+                        std::memcpy(&storage[offset * 2], &bits, 2);
+                    }
+                }
+    return storage;
+}
+
+std::vector<double> unpack(const CaseShape& shape, const std::vector<unsigned char>& storage, int heads, int length) {
+    const Strides s = strides_for(shape.layout, heads, length, shape.head_dim);
+    std::vector<double> values(static_cast<std::size_t>(shape.batch) * heads * length * shape.head_dim);
+    for (int b = 0; b < shape.batch; ++b)
+        for (int h = 0; h < heads; ++h)
+            for (int t = 0; t < length; ++t)
+                for (int d = 0; d < shape.head_dim; ++d) {
+                    const std::size_t offset = static_cast<std::size_t>(b * s.batch + h * s.head + t * s.sequence + d);
+                    float value;
+                    if (shape.dtype == DType::f32) std::memcpy(&value, &storage[offset * 4], 4);
+                    else {
+                        std::uint16_t bits;
+                        std::memcpy(&bits, &storage[offset * 2], 2);
+                        value = shape.dtype == DType::f16 ? from_f16_bits(bits) : from_bf16_bits(bits);
+                    }
+                    values[logical_index(heads, length, shape.head_dim, b, h, t, d)] = value;
+                }
+    return values;
+}
+
+int visible_keys(CausalMode causal, int row, int len_q, int len_k) {
+    long long limit = len_k;
+    if (causal == CausalMode::top_left) limit = row + 1;
+    if (causal == CausalMode::bottom_right) limit = static_cast<long long>(len_k) - len_q + row + 1;
+    return static_cast<int>(std::clamp<long long>(limit, 0, len_k));
+}
+
+double max_abs(const std::vector<float>& values) {
+    double largest = 0.0;
+    for (float value : values) largest = std::max(largest, static_cast<double>(std::fabs(value)));
+    return largest;
+}
+
+}  // namespace
+
+std::string CaseShape::describe() const {
+    static constexpr const char* layouts[] = {"bhsd", "bshd", "padded"};
+    return "B=" + std::to_string(batch) + " Hq=" + std::to_string(heads_q) + " Hkv=" + std::to_string(heads_kv) +
+           " Lq=" + std::to_string(len_q) + " Lk=" + std::to_string(len_k) + " D=" + std::to_string(head_dim) + " " +
+           std::string(to_string(dtype)) + " causal=" + std::string(to_string(causal)) + " " +
+           layouts[static_cast<int>(layout)] + (with_lse ? " lse" : "");
+}
+
+CaseInputs random_inputs(const CaseShape& shape, std::uint64_t seed) {
+    std::mt19937_64 generator(seed);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    const auto draw = [&](int heads, int length) {
+        std::vector<float> values(static_cast<std::size_t>(shape.batch) * heads * length * shape.head_dim);
+        for (auto& value : values) value = round_to(shape.dtype, uniform(generator));
+        return values;
+    };
+    return {draw(shape.heads_q, shape.len_q), draw(shape.heads_kv, shape.len_k), draw(shape.heads_kv, shape.len_k)};
+}
+
+CaseInputs ramp_inputs(const CaseShape& shape, std::uint64_t seed) {
+    CaseInputs inputs = random_inputs(shape, seed);
+    // Score of key j along dimension 0 grows linearly to `rise` (natural-log units)
+    // over the sequence; the random remainder keeps rows distinct.
+    const double rise = 100.0;
+    for (std::size_t i = 0; i < inputs.q.size(); i += shape.head_dim) inputs.q[i] = 1.0f;
+    for (int b = 0; b < shape.batch; ++b)
+        for (int h = 0; h < shape.heads_kv; ++h)
+            for (int j = 0; j < shape.len_k; ++j) {
+                const double score = rise * (j + 1) / shape.len_k;
+                inputs.k[logical_index(shape.heads_kv, shape.len_k, shape.head_dim, b, h, j, 0)] =
+                    round_to(shape.dtype, static_cast<float>(score / shape.scale));
+            }
+    return inputs;
+}
+
+Outputs reference_attention(const CaseShape& shape, const CaseInputs& inputs) {
+    Outputs out;
+    out.o.assign(static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q * shape.head_dim, 0.0);
+    out.lse.assign(static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q, 0.0);
+    const int group = shape.heads_q / shape.heads_kv;
+    const int rows = shape.batch * shape.heads_q * shape.len_q;
+    const auto work = [&](int first, int step) {
+        std::vector<double> scores(static_cast<std::size_t>(shape.len_k));
+        for (int r = first; r < rows; r += step) {
+            const int i = r % shape.len_q, h = (r / shape.len_q) % shape.heads_q, b = r / (shape.len_q * shape.heads_q);
+            const int kv = h / group;
+            const int visible = visible_keys(shape.causal, i, shape.len_q, shape.len_k);
+            const std::size_t out_row = logical_index(shape.heads_q, shape.len_q, shape.head_dim, b, h, i, 0);
+            if (visible == 0) {
+                out.lse[static_cast<std::size_t>(r)] = -std::numeric_limits<double>::infinity();
+                continue;
+            }
+            double largest = -std::numeric_limits<double>::infinity();
+            for (int j = 0; j < visible; ++j) {
+                const std::size_t key_row = logical_index(shape.heads_kv, shape.len_k, shape.head_dim, b, kv, j, 0);
+                double dot = 0.0;
+                for (int d = 0; d < shape.head_dim; ++d)
+                    dot += static_cast<double>(inputs.q[out_row + d]) * inputs.k[key_row + d];
+                scores[j] = dot * shape.scale;
+                largest = std::max(largest, scores[j]);
+            }
+            double sum = 0.0;
+            for (int j = 0; j < visible; ++j) {
+                const double weight = std::exp(scores[j] - largest);
+                sum += weight;
+                const std::size_t value_row = logical_index(shape.heads_kv, shape.len_k, shape.head_dim, b, kv, j, 0);
+                for (int d = 0; d < shape.head_dim; ++d) out.o[out_row + d] += weight * inputs.v[value_row + d];
+            }
+            for (int d = 0; d < shape.head_dim; ++d) out.o[out_row + d] /= sum;
+            out.lse[static_cast<std::size_t>(r)] = largest + std::log(sum);
+        }
+    };
+    const int threads = static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency())));
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(work, t, threads);
+    for (auto& thread : pool) thread.join();
+    return out;
+}
+
+DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShape& shape, const CaseInputs& inputs,
+                        bool count) {
+    const auto q = pack(shape, inputs.q, shape.heads_q, shape.len_q);
+    const auto k = pack(shape, inputs.k, shape.heads_kv, shape.len_k);
+    const auto v = pack(shape, inputs.v, shape.heads_kv, shape.len_k);
+    const std::size_t o_bytes = storage_elements(shape, shape.heads_q, shape.len_q) * element_bytes(shape.dtype);
+    const std::size_t lse_count = static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q;
+    DeviceBuffer q_device(q.size()), k_device(k.size()), v_device(v.size()), o_device(o_bytes),
+        lse_device(lse_count * sizeof(float)), counters_device(2 * sizeof(unsigned long long));
+    q_device.upload(q);
+    k_device.upload(k);
+    v_device.upload(v);
+    auto& device = CudaTestDevice::instance();
+    // 0xff bytes are NaN in every element type: an output never written stays NaN.
+    device.fill(o_device.get(), 0xff, o_bytes);
+    device.fill(lse_device.get(), 0xff, lse_count * sizeof(float));
+    device.fill(counters_device.get(), 0, counters_device.size());
+
+    AttentionArgs args;
+    args.q = q_device.get();
+    args.k = k_device.get();
+    args.v = v_device.get();
+    args.o = o_device.get();
+    args.lse = shape.with_lse ? static_cast<float*>(lse_device.get()) : nullptr;
+    args.dtype = shape.dtype;
+    args.batch = shape.batch;
+    args.heads_q = shape.heads_q;
+    args.heads_kv = shape.heads_kv;
+    args.len_q = shape.len_q;
+    args.len_k = shape.len_k;
+    args.head_dim = shape.head_dim;
+    args.q_strides = args.o_strides = strides_for(shape.layout, shape.heads_q, shape.len_q, shape.head_dim);
+    args.k_strides = args.v_strides = strides_for(shape.layout, shape.heads_kv, shape.len_k, shape.head_dim);
+    args.scale = shape.scale;
+    args.causal = shape.causal;
+    args.debug_counters = count ? static_cast<unsigned long long*>(counters_device.get()) : nullptr;
+    runtime.run(spec, args, nullptr);
+    device.synchronize();
+
+    DeviceRun run;
+    run.outputs.o = unpack(shape, o_device.download<unsigned char>(), shape.heads_q, shape.len_q);
+    if (shape.with_lse)
+        for (float value : lse_device.download<float>()) run.outputs.lse.push_back(value);
+    const auto counters = counters_device.download<unsigned long long>();
+    run.counters[0] = counters[0];
+    run.counters[1] = counters[1];
+    return run;
+}
+
+// Derivation. Inputs are exactly representable in the element type and the reference
+// uses those same values in f64, so input rounding cancels. What remains:
+//  - the output is rounded once to the element type: at most u * |o|, and |o| <= max|v|
+//    because every output row is a convex combination of value rows;
+//  - f32 arithmetic: a score accumulates head_dim products (relative error about
+//    head_dim * u32), exp2f and the running sums add a few u32 each; the error of a
+//    convex combination is bounded by max|v| times the relative error of its weights;
+//  - extra_relative: families that round the probabilities to the element type before
+//    the P.V product pass u of their type here.
+double output_tolerance(const CaseShape& shape, const CaseInputs& inputs, double extra_relative) {
+    const double u32 = std::ldexp(1.0, -24);
+    const double arithmetic = u32 * (8.0 * shape.head_dim + 64.0);
+    return max_abs(inputs.v) * (unit_roundoff(shape.dtype) + arithmetic + extra_relative) + 1e-7;
+}
+
+Comparison compare(const CaseShape& shape, const Outputs& got, const Outputs& want, double tolerance) {
+    Comparison result;
+    const auto flag = [&](const std::string& what) {
+        if (result.bad_elements++ == 0) result.first_bad = what;
+    };
+    for (std::size_t i = 0; i < want.o.size(); ++i) {
+        const double error = std::fabs(got.o[i] - want.o[i]);
+        if (std::isnan(got.o[i]) || !(error <= tolerance))
+            flag("o[" + std::to_string(i) + "] = " + std::to_string(got.o[i]) + ", want " + std::to_string(want.o[i]));
+        if (!std::isnan(error)) result.max_error = std::max(result.max_error, error);
+    }
+    if (!shape.with_lse) return result;
+    for (std::size_t i = 0; i < want.lse.size(); ++i) {
+        const double expected = want.lse[i];
+        if (std::isinf(expected)) {
+            if (!(std::isinf(got.lse[i]) && got.lse[i] < 0)) flag("lse[" + std::to_string(i) + "] should be -inf");
+            continue;
+        }
+        // The LSE is computed from f32 scores and sums: relative error about the
+        // arithmetic term above, on a value of magnitude 1 + |lse|.
+        const double error = std::fabs(got.lse[i] - expected);
+        if (std::isnan(got.lse[i]) || !(error <= 1e-4 * (1.0 + std::fabs(expected))))
+            flag("lse[" + std::to_string(i) + "] = " + std::to_string(got.lse[i]) + ", want " +
+                 std::to_string(expected));
+        if (!std::isnan(error)) result.max_lse_error = std::max(result.max_lse_error, error);
+    }
+    return result;
+}
+
+}  // namespace fajit::testing

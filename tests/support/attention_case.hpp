@@ -1,0 +1,67 @@
+#pragma once
+// One attention problem for GPU tests: inputs drawn at random (or shaped), an f64 CPU
+// reference, a run through the library, and the comparison, with tolerances derived
+// from the element type.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fajit/runtime.hpp"
+
+namespace fajit::testing {
+
+enum class Layout { bhsd, bshd, padded };  // padded: BHSD with 8 unused elements per row
+
+struct CaseShape {
+    int batch = 1;
+    int heads_q = 1;
+    int heads_kv = 1;
+    int len_q = 1;
+    int len_k = 1;
+    int head_dim = 64;
+    DType dtype = DType::f16;
+    CausalMode causal = CausalMode::none;
+    float scale = 0.125f;
+    Layout layout = Layout::bhsd;
+    bool with_lse = true;
+
+    std::string describe() const;
+};
+
+// Logical [batch, heads, length, head_dim] values, each exactly representable in dtype.
+struct CaseInputs {
+    std::vector<float> q, k, v;
+};
+
+CaseInputs random_inputs(const CaseShape&, std::uint64_t seed);
+// Scores that climb steadily along the keys, so a row's maximum keeps rising past
+// any margin mid-sequence and the deferred-rescale branch is exercised both ways.
+CaseInputs ramp_inputs(const CaseShape&, std::uint64_t seed);
+
+struct Outputs {
+    std::vector<double> o;    // logical [batch, heads_q, len_q, head_dim]
+    std::vector<double> lse;  // [batch, heads_q, len_q]
+};
+
+Outputs reference_attention(const CaseShape&, const CaseInputs&);
+
+struct DeviceRun {
+    Outputs outputs;
+    unsigned long long counters[2] = {0, 0};  // frame moves, frames kept (debug-counter builds)
+};
+
+// Poisons the outputs, runs spec through runtime and reads everything back.
+DeviceRun run_on_device(Runtime&, const KernelSpec&, const CaseShape&, const CaseInputs&, bool count = false);
+
+// Largest |output - reference| the element type allows; see the derivation in the .cpp.
+double output_tolerance(const CaseShape&, const CaseInputs&, double extra_relative = 0.0);
+
+struct Comparison {
+    double max_error = 0.0;
+    double max_lse_error = 0.0;
+    std::size_t bad_elements = 0;  // beyond tolerance, NaN or never written
+    std::string first_bad;
+};
+Comparison compare(const CaseShape&, const Outputs& got, const Outputs& want, double tolerance);
+
+}  // namespace fajit::testing

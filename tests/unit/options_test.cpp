@@ -1,0 +1,84 @@
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fajit/options.hpp"
+
+using namespace fajit;
+
+namespace {
+// Sets or clears variables for one test and restores them after.
+class ScopedEnvironment {
+public:
+    ScopedEnvironment(std::initializer_list<std::pair<const char*, const char*>> values) {
+        for (const auto& [name, value] : values) {
+            const char* old = std::getenv(name);
+            saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+            if (value) setenv(name, value, 1);
+            else unsetenv(name);
+        }
+    }
+    ~ScopedEnvironment() {
+        for (const auto& [name, value] : saved_) {
+            if (value) setenv(name.c_str(), value->c_str(), 1);
+            else unsetenv(name.c_str());
+        }
+    }
+
+private:
+    std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+}  // namespace
+
+TEST_CASE("cache directory: FAJIT_CACHE_DIR, else XDG_CACHE_HOME, else HOME, else none") {
+    {
+        ScopedEnvironment env{{"FAJIT_CACHE_DIR", "/a"}, {"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}};
+        CHECK(Options::from_environment().cache_dir == "/a");
+    }
+    {
+        ScopedEnvironment env{{"FAJIT_CACHE_DIR", nullptr}, {"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}};
+        CHECK(Options::from_environment().cache_dir == "/x/fa-jit");
+    }
+    {
+        ScopedEnvironment env{{"FAJIT_CACHE_DIR", nullptr}, {"XDG_CACHE_HOME", nullptr}, {"HOME", "/h"}};
+        CHECK(Options::from_environment().cache_dir == "/h/.cache/fa-jit");
+    }
+    {
+        ScopedEnvironment env{{"FAJIT_CACHE_DIR", nullptr}, {"XDG_CACHE_HOME", nullptr}, {"HOME", nullptr}};
+        CHECK(Options::from_environment().cache_dir.empty());
+    }
+}
+
+TEST_CASE("sizes, flags and levels parse, and bad values name their variable") {
+    CHECK(parse_byte_size("4096") == 4096u);
+    CHECK(parse_byte_size("2G") == (2ull << 30));
+    CHECK(parse_byte_size("512MiB") == (512ull << 20));
+    CHECK_FALSE(parse_byte_size("lots"));
+    CHECK_FALSE(parse_byte_size("5X"));
+    CHECK_FALSE(parse_byte_size("99999999999T"));
+    {
+        ScopedEnvironment env{{"FAJIT_CACHE_MAX_SIZE", "1M"}, {"FAJIT_CACHE_DISABLE", "1"}, {"FAJIT_LOG_LEVEL", "debug"}};
+        const auto options = Options::from_environment();
+        CHECK(options.cache_max_bytes == (1u << 20));
+        CHECK(options.cache_disabled);
+        CHECK(options.log_level == "debug");
+    }
+    {
+        ScopedEnvironment env{{"FAJIT_CACHE_MAX_SIZE", "huge"}};
+        CHECK_THROWS_WITH_AS(Options::from_environment(), doctest::Contains("FAJIT_CACHE_MAX_SIZE=huge"),
+                             std::invalid_argument);
+    }
+    {
+        ScopedEnvironment env{{"FAJIT_CACHE_DISABLE", "maybe"}};
+        CHECK_THROWS_WITH_AS(Options::from_environment(), doctest::Contains("FAJIT_CACHE_DISABLE=maybe"),
+                             std::invalid_argument);
+    }
+    {
+        ScopedEnvironment env{{"FAJIT_LOG_LEVEL", "chatty"}};
+        CHECK_THROWS_WITH_AS(Options::from_environment(), doctest::Contains("FAJIT_LOG_LEVEL=chatty"),
+                             std::invalid_argument);
+    }
+}

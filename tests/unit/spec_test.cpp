@@ -1,0 +1,68 @@
+#include <doctest/doctest.h>
+
+#include "fajit/kernel_spec.hpp"
+#include "spec/arch.hpp"
+
+using namespace fajit;
+
+TEST_CASE("canonical spec text round-trips through parse and print") {
+    for (const char* text : {
+             "family=scalar,d=128,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=bottom-right,arch=gfx1151",
+             "family=scalar,d=72,dtype=bf16,bq=8,bk=32,waves=2,margin=0.5,causal=top-left,arch=sm_90a",
+             "family=scalar,d=16,dtype=f32,bq=1,bk=64,waves=1,margin=0,causal=none,arch=gfx90a:sramecc+:xnack-",
+             "family=wmma-gfx11,d=128,dtype=f16,bq=64,bk=64,waves=4,margin=10,causal=bottom-right,arch=gfx1100"}) {
+        const auto parsed = parse_spec(text);
+        REQUIRE_MESSAGE(parsed.spec, parsed.error);
+        CHECK(to_string(*parsed.spec) == text);
+        CHECK(parse_spec(to_string(*parsed.spec)).spec == parsed.spec);
+    }
+}
+
+TEST_CASE("parse accepts any field order and fills tile defaults") {
+    const auto parsed = parse_spec("arch=sm_80,dtype=bf16,d=64,family=scalar");
+    REQUIRE_MESSAGE(parsed.spec, parsed.error);
+    CHECK(parsed.spec->arch == "sm_80");
+    CHECK(parsed.spec->block_k == 64);
+    CHECK(parsed.spec->causal == CausalMode::none);
+}
+
+TEST_CASE("arch keeps its feature suffix whole, even with commas elsewhere") {
+    const auto parsed = parse_spec("family=scalar,d=64,dtype=f16,arch=gfx942:sramecc+:xnack-");
+    REQUIRE(parsed.spec);
+    CHECK(parsed.spec->arch == "gfx942:sramecc+:xnack-");
+    CHECK(processor_of(parsed.spec->arch) == "gfx942");
+    CHECK(wave_size("gfx942:sramecc+:xnack-") == 64);
+    CHECK(wave_size("gfx1151") == 32);
+    CHECK(wave_size("sm_90a") == 32);
+    CHECK(is_gfx11("gfx1151"));
+    CHECK_FALSE(is_gfx11("gfx1030"));
+}
+
+TEST_CASE("invalid specs name the offending field and value") {
+    const std::pair<const char*, const char*> cases[] = {
+        {"family=scalar,d=12,dtype=f16,arch=gfx1151", "d=12"},
+        {"family=scalar,d=264,dtype=f16,arch=gfx1151", "d=264"},
+        {"family=scalar,d=64,dtype=f8,arch=gfx1151", "dtype=f8"},
+        {"family=tensor,d=64,dtype=f16,arch=gfx1151", "family=tensor"},
+        {"family=scalar,d=64,dtype=f16,arch=x86", "arch=x86"},
+        {"family=scalar,d=64,dtype=f16,margin=-1,arch=gfx1151", "margin=-1"},
+        {"family=scalar,d=64,dtype=f16,margin=nan,arch=gfx1151", "margin="},
+        {"family=scalar,d=64,dtype=f16,waves=3,arch=gfx1151", "waves=3"},
+        {"family=scalar,d=64,dtype=f16,bk=32,arch=gfx90a", "bk=32"},
+        {"family=scalar,d=64,dtype=f16,bq=6,waves=4,arch=gfx1151", "bq=6"},
+        {"family=scalar,d=64,dtype=f16,causal=diagonal,arch=gfx1151", "causal=diagonal"},
+        {"family=scalar,d=sixty,dtype=f16,arch=gfx1151", "d=sixty"},
+        {"family=scalar,d=64,dtype=f16,colour=red,arch=gfx1151", "colour=red"},
+        {"family=scalar,d=64,d=64,dtype=f16,arch=gfx1151", "d: given twice"},
+        {"family=scalar,dtype=f16,arch=gfx1151", "d: missing"},
+        {"family=wmma-gfx11,d=72,dtype=f16,arch=gfx1151", "d=72"},
+        {"family=wmma-gfx11,d=64,dtype=f32,arch=gfx1151", "dtype=f32"},
+        {"family=wmma-gfx11,d=64,dtype=f16,arch=gfx90a", "arch=gfx90a"},
+        {"family=wmma-gfx11,d=64,dtype=f16,margin=20,arch=gfx1151", "margin=20"},
+    };
+    for (const auto& [text, expected] : cases) {
+        const auto parsed = parse_spec(text);
+        CHECK_FALSE(parsed.spec);
+        CHECK_MESSAGE(parsed.error.find(expected) != std::string::npos, text, " gave: ", parsed.error);
+    }
+}
