@@ -1,0 +1,16 @@
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace fajit::cache {
+
+// The one place that names the hash function, so keys and entry checksums cannot drift apart.
+using Digest128 = std::array<std::uint8_t, 16>;
+
+// XXH3-128 in xxHash's canonical (big-endian) byte order, the same bytes `xxh128sum` prints.
+Digest128 xxh3_128(std::span<const std::byte> bytes);
+
+}  // namespace fajit::cache

@@ -1,0 +1,146 @@
+#include "cache/lock_file.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+#include <thread>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "cache/file_reading.hpp"
+#include "cache/layout.hpp"
+
+namespace fajit::cache {
+
+namespace {
+
+const std::string& host_name() {
+  static const std::string name = [] {
+    char buffer[256] = {};
+    if (::gethostname(buffer, sizeof buffer - 1) != 0) return std::string("unknown-host");
+    return std::string(buffer);
+  }();
+  return name;
+}
+
+std::int64_t now_unix_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string make_owner_record() {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  std::ostringstream record;
+  // The nonce tells apart two locks of one process (several threads, or a recycled path).
+  record << ::getpid() << ' ' << host_name() << ' ' << now_unix_ns() << ' ' << random() << '\n';
+  return record.str();
+}
+
+struct OwnerRecord {
+  pid_t pid = 0;
+  std::string host;
+  std::int64_t created_unix_ns = 0;
+};
+
+std::optional<OwnerRecord> parse_owner_record(const std::string& text) {
+  std::istringstream in(text);
+  OwnerRecord owner;
+  std::uint64_t nonce = 0;
+  if (!(in >> owner.pid >> owner.host >> owner.created_unix_ns >> nonce)) return std::nullopt;
+  return owner;
+}
+
+bool process_is_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
+std::optional<std::string> read_text(const std::filesystem::path& path, std::error_code& error) {
+  auto bytes = read_file(path, error);
+  if (!bytes) return std::nullopt;
+  return std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+}
+
+// Removes `path` only if it still holds `expected`; see the class comment for why this is
+// rename-then-check rather than check-then-unlink.
+bool remove_if_content_is(const std::filesystem::path& path, const std::string& expected) {
+  const std::filesystem::path aside = path.parent_path() / temp_file_name(path.filename().string());
+  if (::rename(path.c_str(), aside.c_str()) != 0) return false;
+  std::error_code error;
+  const bool matches = read_text(aside, error) == expected;
+  if (!matches) ::link(aside.c_str(), path.c_str());  // fails harmlessly if a newer lock exists
+  ::unlink(aside.c_str());
+  return matches;
+}
+
+}  // namespace
+
+LockFile::LockFile(std::filesystem::path path, std::chrono::milliseconds stale_after)
+    : path_(std::move(path)), stale_after_(stale_after) {}
+
+LockFile::~LockFile() { release(); }
+
+LockFile::Outcome LockFile::acquire(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(1);
+  for (bool first_attempt = true;; first_attempt = false) {
+    switch (try_create()) {
+      case Attempt::created:
+        return first_attempt ? Outcome::acquired : Outcome::acquired_after_waiting;
+      case Attempt::failed:
+        return Outcome::unavailable;
+      case Attempt::busy:
+        break;
+    }
+    if (break_if_stale()) continue;
+    if (std::chrono::steady_clock::now() >= deadline) return Outcome::timed_out;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
+}
+
+void LockFile::release() {
+  if (!held_) return;
+  held_ = false;
+  // If a waiter judged this lock stale and took over, the file is now theirs; leave it.
+  remove_if_content_is(path_, owner_record_);
+}
+
+LockFile::Attempt LockFile::try_create() {
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return errno == EEXIST ? Attempt::busy : Attempt::failed;
+  owner_record_ = make_owner_record();
+  const bool written = ::write(fd, owner_record_.data(), owner_record_.size()) ==
+                       static_cast<ssize_t>(owner_record_.size());
+  ::close(fd);
+  if (!written) {
+    ::unlink(path_.c_str());
+    return Attempt::failed;
+  }
+  held_ = true;
+  return Attempt::created;
+}
+
+bool LockFile::break_if_stale() {
+  std::error_code error;
+  const auto content = read_text(path_, error);
+  if (!content) return error == std::errc::no_such_file_or_directory;  // released meanwhile: retry at once
+  const auto owner = parse_owner_record(*content);
+
+  bool stale = false;
+  if (owner) {
+    const bool owner_died = owner->host == host_name() && !process_is_alive(owner->pid);
+    const auto age = std::chrono::nanoseconds(now_unix_ns() - owner->created_unix_ns);
+    stale = owner_died || age > stale_after_;
+  } else {
+    // An empty or partial record: the owner is between create and write, or died there.
+    const auto modified = std::filesystem::last_write_time(path_, error);
+    stale = !error && std::filesystem::file_time_type::clock::now() - modified > stale_after_;
+  }
+  return stale && remove_if_content_is(path_, *content);
+}
+
+}  // namespace fajit::cache
