@@ -4,6 +4,22 @@
 
 namespace fajit {
 
+unsigned family_shared_bytes(const KernelSpec& spec) {
+    switch (spec.family) {
+        case Family::scalar:
+            return 0;  // a small static array
+        case Family::wmma_gfx11: {
+            // Mirrors fa_wmma_layout in kernel_templates/fa_wmma_gfx11.h: K rows and
+            // transposed V rows padded by 8 elements, plus Q for head dims over 128.
+            const unsigned d = static_cast<unsigned>(spec.head_dim);
+            const unsigned k = static_cast<unsigned>(spec.block_k);
+            const unsigned q_rows = spec.head_dim > 128 ? 16u * static_cast<unsigned>(spec.waves) : 0u;
+            return 2u * (k * (d + 8) + d * (k + 8) + q_rows * (d + 8));
+        }
+    }
+    return 0;
+}
+
 LaunchShape launch_shape(const KernelSpec& spec, const AttentionArgs& args) {
     // Every family tiles queries by block_q rows, one block per (tile, head, batch).
     LaunchShape shape;
@@ -11,6 +27,10 @@ LaunchShape launch_shape(const KernelSpec& spec, const AttentionArgs& args) {
     shape.grid[1] = static_cast<unsigned>(args.heads_q);
     shape.grid[2] = static_cast<unsigned>(args.batch);
     shape.block[0] = static_cast<unsigned>(spec.waves * wave_size(spec.arch));
+    // The wmma family declares its LDS statically on AMD; on NVIDIA (its emulation) it
+    // is dynamic, since more than 48 KiB must be, and sized here.
+    if (spec.family == Family::wmma_gfx11 && vendor_of(spec.arch) == Vendor::nvidia)
+        shape.shared_bytes = family_shared_bytes(spec);
     return shape;
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "runtime/launch_geometry.hpp"
 #include "spec/arch.hpp"
 
 namespace fajit {
@@ -82,6 +83,10 @@ std::string validate_wmma_gfx11(const KernelSpec& spec) {
     if (spec.dtype == DType::f16 && spec.rescale_margin > 11.0f)
         return field_error("margin", format_float(spec.rescale_margin),
                            "with dtype f16 the margin must be at most 11 so exp(margin) fits in f16");
+    if (const unsigned bytes = family_shared_bytes(spec); bytes > 64u * 1024u)
+        return field_error("bk", std::to_string(spec.block_k),
+                           "family wmma-gfx11 needs " + std::to_string(bytes) + " bytes of LDS at d=" +
+                               std::to_string(d) + " (at most 65536): choose a smaller bk or fewer waves");
     return {};
 }
 
@@ -129,9 +134,10 @@ KernelSpec with_family_defaults(KernelSpec spec) {
             spec.block_k = wave_size(spec.arch) * 2;
             break;
         case Family::wmma_gfx11:
-            spec.waves = 4;
-            spec.block_q = 64;
-            spec.block_k = 64;
+            // Head dim 256 stages Q in LDS too; 64-key steps of 4 waves would need 102 KiB.
+            spec.waves = spec.head_dim > 128 ? 2 : 4;
+            spec.block_q = 16 * spec.waves;
+            spec.block_k = spec.head_dim > 128 ? 32 : 64;
             break;
     }
     return spec;
@@ -158,6 +164,12 @@ SpecParseResult parse_spec(std::string_view text) {
     if (!family) return {std::nullopt, field_error("family", fields["family"], "expected scalar or wmma-gfx11")};
     spec.family = *family;
     spec.arch = fields["arch"];
+    // Tile defaults may depend on the head dim, so it is read first.
+    if (auto it = fields.find("d"); it != fields.end()) {
+        auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), spec.head_dim);
+        if (ec != std::errc{} || end != it->second.data() + it->second.size())
+            return {std::nullopt, field_error("d", it->second, "expected an integer")};
+    }
     spec = with_family_defaults(spec);
 
     const auto parse_int = [&](std::string_view name, int& out) -> std::string {

@@ -1,0 +1,303 @@
+// fa_wmma_gfx11: flash attention on gfx11's WMMA (16x16x16, wave32), through the
+// prelude's tile primitives. On NVIDIA the same source runs on their lane-faithful
+// emulation, which is how it is tested there.
+//
+// Work split. A block owns Spec::block_q = 16 * Spec::waves query rows; each wave
+// owns 16 of them. Per step of Spec::block_k keys the block stages K and V in LDS
+// (two barriers per step), then every wave computes, with tiles in the prelude's
+// layout (C: element v of lane l is C[2v + l/16][l%16]; operands: lane l holds a
+// k-vector for index l%16):
+//
+//   S^T = K Q^T     A = K tile (keys x dims, K rows read from LDS),
+//                   B = Q^T (lane l holds query row l%16: staged once per block).
+//                   The scores come out transposed: lane l holds query row l%16,
+//                   keys 2v + l/16. Each lane therefore owns one query row.
+//   P^T = exp2(S^T - frame), rounded to the input type. fa_tile_c_to_b turns the
+//                   C tile into the B operand with one lane exchange (permlanex16).
+//   O^T += V^T P^T  A = V^T tile (lane l holds V[keys][dim l%16]: V is stored
+//                   transposed in LDS so this is a contiguous read), B = P^T.
+//                   O^T's element v of lane l is O[row l%16][dim 2v + l/16]: the lane
+//                   that owns a query row owns its outputs, so rescaling O is a
+//                   per-lane multiply in registers, with no LDS round trip.
+//
+// Rescale margin (DESIGN section 7): each row keeps a frame f (log2 units). For each
+// step with row maximum mb: if mb > f + margin the frame moves to mb and O and the
+// running sum are scaled by exp2(f - mb); otherwise f is kept and P = exp2(S - f)
+// stays below exp(margin). margin 0 is the classic online softmax; the first step a
+// row sees keys in always sets its frame.
+//
+// LDS (bytes = 2 * (K + V^T + Q) elements, computed the same way host-side in
+// launch_geometry.cpp so NVIDIA can launch it as dynamic shared memory):
+//   K    block_k rows of head_dim + 8 elements;
+//   V^T  head_dim rows of block_k + 8 elements;
+//   Q    head_dim 256 only: 16 * waves rows of head_dim + 8 elements.
+// A fragment read is 32 contiguous bytes per lane at row stride (n + 8) elements =
+// an odd multiple of 4 banks (n a multiple of 16), so the 8 lanes of each 128-bit
+// read phase start 4 banks apart and cover all 32 banks once: K reads and the
+// transposed V reads are conflict-free. Lanes l and l^16 read the same address.
+//
+// Q stays in registers (head_dim / 16 operands of 8 VGPRs) up to head dim 128. At 256
+// that would be 128 VGPRs next to the 128 of the O accumulator, past the 256-VGPR
+// wave32 budget with the scores still to hold, so Q is staged in LDS once instead and
+// sliced by head dim: one 16-dim operand is read per dim tile per key step.
+
+template <class Spec>
+struct fa_wmma_layout {
+    static constexpr bool q_in_lds = Spec::head_dim > 128;
+    static constexpr int k_row = Spec::head_dim + 8;  // elements per staged row
+    static constexpr int v_row = Spec::block_k + 8;
+    static constexpr int q_row = Spec::head_dim + 8;
+    static constexpr int k_elements = Spec::block_k * k_row;
+    static constexpr int v_elements = Spec::head_dim * v_row;
+    static constexpr int q_elements = q_in_lds ? Spec::waves * 16 * q_row : 0;
+    static constexpr int bytes = 2 * (k_elements + v_elements + q_elements);
+};
+
+FAJIT_DEVICE unsigned int fa_word(const fa_u32x4& value, int index) {
+    return index == 0 ? value.x : index == 1 ? value.y : index == 2 ? value.z : value.w;
+}
+
+// Eight consecutive 16-bit elements from global memory; one 128-bit load when the
+// tensor's base and row stride allow it (block-uniform), else element by element.
+FAJIT_DEVICE fa_u32x4 fa_load8(const unsigned short* source, bool vector_ok) {
+    if (vector_ok) return *reinterpret_cast<const fa_u32x4*>(source);
+    fa_u32x4 value;
+    value.x = source[0] | (static_cast<unsigned int>(source[1]) << 16);
+    value.y = source[2] | (static_cast<unsigned int>(source[3]) << 16);
+    value.z = source[4] | (static_cast<unsigned int>(source[5]) << 16);
+    value.w = source[6] | (static_cast<unsigned int>(source[7]) << 16);
+    return value;
+}
+
+// A 16-element operand from LDS: two 128-bit reads.
+FAJIT_DEVICE fa_tile_ab fa_load_operand(const unsigned short* source) {
+    const fa_u32x4 low = reinterpret_cast<const fa_u32x4*>(source)[0];
+    const fa_u32x4 high = reinterpret_cast<const fa_u32x4*>(source)[1];
+    fa_tile_ab operand;
+    operand.w[0] = low.x, operand.w[1] = low.y, operand.w[2] = low.z, operand.w[3] = low.w;
+    operand.w[4] = high.x, operand.w[5] = high.y, operand.w[6] = high.z, operand.w[7] = high.w;
+    return operand;
+}
+
+FAJIT_DEVICE bool fa_vector_ok(const void* base, long long row_stride) {
+    return ((reinterpret_cast<unsigned long long>(base) | static_cast<unsigned long long>(row_stride * 2)) & 15u) == 0;
+}
+
+template <class Spec>
+__global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
+    using element = typename Spec::element;
+    using layout = fa_wmma_layout<Spec>;
+    constexpr int head_dim = Spec::head_dim;
+    constexpr int block_k = Spec::block_k;
+    constexpr int dim_tiles = head_dim / 16;
+    constexpr int key_tiles = block_k / 16;
+    constexpr int threads = Spec::waves * 32;
+    constexpr int chunks_per_row = head_dim / 8;  // 16-byte pieces of a row
+    constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
+    static_assert(FAJIT_WAVE_SIZE == 32, "fa_wmma_gfx11 is a wave32 kernel");
+    static_assert(sizeof(element) == 2, "fa_wmma_gfx11 takes f16 or bf16");
+    static_assert(head_dim % 16 == 0 && block_k % 16 == 0, "tiles are 16x16");
+    static_assert(layout::bytes <= 65536, "LDS over 64 KiB: choose a smaller block_k or fewer waves");
+
+#if FAJIT_AMD
+    __shared__ fa_u32x4 shared_words[layout::bytes / 16];
+#else
+    // Over 48 KiB must be dynamic on NVIDIA; the host sizes it (launch_geometry.cpp).
+    extern __shared__ fa_u32x4 shared_words[];
+    {
+        unsigned int dynamic_bytes;
+        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_bytes));
+        if (dynamic_bytes < static_cast<unsigned int>(layout::bytes)) __trap();  // host and template disagree
+    }
+#endif
+    unsigned short* const k_tile = reinterpret_cast<unsigned short*>(shared_words);
+    unsigned short* const v_tile = k_tile + layout::k_elements;  // transposed: [dim][key]
+    unsigned short* const q_stage = v_tile + layout::v_elements;
+
+    const int lane = fa_lane();
+    const int wave = static_cast<int>(threadIdx.x) / 32;
+    const int half = lane / 16;    // which parity of C rows this lane holds
+    const int column = lane % 16;  // the query row (within the wave) this lane owns
+    const int head = blockIdx.y;
+    const int batch = blockIdx.z;
+    const int kv_head = head / (p.heads_q / p.heads_kv);
+
+    const unsigned short* const q =
+        static_cast<const unsigned short*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[1];
+    const unsigned short* const k =
+        static_cast<const unsigned short*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[1];
+    const unsigned short* const v =
+        static_cast<const unsigned short*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
+    unsigned short* const o = static_cast<unsigned short*>(p.o) + batch * p.o_stride[0] + head * p.o_stride[1];
+    const bool q_vector = fa_vector_ok(q, p.q_stride[2]);
+    const bool k_vector = fa_vector_ok(k, p.k_stride[2]);
+    const bool v_vector = fa_vector_ok(v, p.v_stride[2]);
+
+    // Causal limits. Visible keys grow with the row, so the block's last valid row
+    // bounds the key loop (later key steps are never staged), the wave's last row
+    // bounds its work and its first row decides whether a step needs the element mask.
+    const int block_row0 = blockIdx.x * Spec::block_q;
+    const int wave_row0 = block_row0 + 16 * wave;
+    const int row = wave_row0 + column;
+    const bool row_valid = row < p.len_q;
+    const int block_last = min(block_row0 + Spec::block_q, p.len_q) - 1;
+    const int block_keys = fa_visible_keys(Spec::causal, block_last, p.len_q, p.len_k);
+    const bool wave_has_rows = wave_row0 < p.len_q;
+    const int wave_keys =
+        wave_has_rows ? fa_visible_keys(Spec::causal, min(wave_row0 + 15, p.len_q - 1), p.len_q, p.len_k) : 0;
+    const int wave_unmasked_keys = wave_has_rows ? fa_visible_keys(Spec::causal, wave_row0, p.len_q, p.len_k) : 0;
+    const int row_keys = fa_visible_keys(Spec::causal, row, p.len_q, p.len_k);
+
+    // Q, once per block: rows past len_q read as zeros (and are never stored).
+    const unsigned short* const q_row = q + row * p.q_stride[2];
+    const fa_u32x4 zero = {0u, 0u, 0u, 0u};
+    unsigned short* const q_rows = q_stage + wave * 16 * layout::q_row;  // this wave's rows (head dim 256)
+    fa_tile_ab q_operand[layout::q_in_lds ? 1 : dim_tiles];
+    if constexpr (layout::q_in_lds) {
+        for (int chunk = half; chunk < chunks_per_row; chunk += 2)
+            *reinterpret_cast<fa_u32x4*>(q_rows + column * layout::q_row + chunk * 8) =
+                row_valid ? fa_load8(q_row + chunk * 8, q_vector) : zero;
+        fa_wave_sync();  // only this wave reads its rows
+    } else {
+#pragma unroll
+        for (int t = 0; t < dim_tiles; ++t) {
+            const fa_u32x4 low = row_valid ? fa_load8(q_row + t * 16, q_vector) : zero;
+            const fa_u32x4 high = row_valid ? fa_load8(q_row + t * 16 + 8, q_vector) : zero;
+            q_operand[t].w[0] = low.x, q_operand[t].w[1] = low.y, q_operand[t].w[2] = low.z, q_operand[t].w[3] = low.w;
+            q_operand[t].w[4] = high.x, q_operand[t].w[5] = high.y, q_operand[t].w[6] = high.z;
+            q_operand[t].w[7] = high.w;
+        }
+    }
+
+    fa_tile_c out[dim_tiles];  // O^T: out[t].x[i] = O[row][16t + 2i + half], relative to frame
+#pragma unroll
+    for (int t = 0; t < dim_tiles; ++t)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) out[t].x[i] = 0.0f;
+    float frame = fa_neg_inf();  // log2 units, like the scores
+    float lane_sum = 0.0f;       // this lane's parity of keys; the row's sum is it plus lane^16's
+    const float score_scale = p.scale * FAJIT_LOG2E;
+
+    for (int key0 = 0; key0 < block_keys; key0 += block_k) {
+        __syncthreads();  // every wave is done reading the previous step's tiles
+
+        // K rows as they are; keys past len_k are zeros so no NaN enters the products.
+        for (int c = threadIdx.x; c < block_k * chunks_per_row; c += threads) {
+            const int r = c / chunks_per_row, chunk = c % chunks_per_row;
+            const int key = key0 + r;
+            *reinterpret_cast<fa_u32x4*>(k_tile + r * layout::k_row + chunk * 8) =
+                key < p.len_k ? fa_load8(k + key * p.k_stride[2] + chunk * 8, k_vector) : zero;
+        }
+        // V transposed: a thread takes two consecutive keys of 8 dims and writes 8
+        // words (key pair) down the dims; consecutive threads write consecutive words.
+        for (int c = threadIdx.x; c < (block_k / 2) * chunks_per_row; c += threads) {
+            const int pair = c % (block_k / 2), chunk = c / (block_k / 2);
+            const int key = key0 + 2 * pair;
+            const fa_u32x4 first = key < p.len_k ? fa_load8(v + key * p.v_stride[2] + chunk * 8, v_vector) : zero;
+            const fa_u32x4 second =
+                key + 1 < p.len_k ? fa_load8(v + (key + 1) * p.v_stride[2] + chunk * 8, v_vector) : zero;
+            unsigned int* const words = reinterpret_cast<unsigned int*>(v_tile);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const unsigned int a = fa_word(first, j), b = fa_word(second, j);
+                const int dim = chunk * 8 + 2 * j;
+                words[(dim * layout::v_row) / 2 + pair] = (a & 0xffffu) | (b << 16);
+                words[((dim + 1) * layout::v_row) / 2 + pair] = (a >> 16) | (b & 0xffff0000u);
+            }
+        }
+        __syncthreads();
+        if (key0 >= wave_keys) continue;  // past every row of this wave (wave-uniform)
+
+        // S^T = K Q^T: scores[t].x[i] is row `row`, key key0 + 16t + 2i + half.
+        fa_tile_c scores[key_tiles];
+#pragma unroll
+        for (int t = 0; t < key_tiles; ++t)
+#pragma unroll
+            for (int i = 0; i < 8; ++i) scores[t].x[i] = 0.0f;
+#pragma unroll
+        for (int d = 0; d < dim_tiles; ++d) {
+            fa_tile_ab q_tile;
+            if constexpr (layout::q_in_lds)
+                q_tile = fa_load_operand(q_rows + column * layout::q_row + d * 16);
+            else
+                q_tile = q_operand[d];
+#pragma unroll
+            for (int t = 0; t < key_tiles; ++t)
+                fa_mma<element>(scores[t], fa_load_operand(k_tile + (t * 16 + column) * layout::k_row + d * 16),
+                                q_tile);
+        }
+
+        float step_max = fa_neg_inf();
+        if (key0 + block_k > wave_unmasked_keys) {
+            // Only steps that cross some row's limit (the causal diagonal, or len_k) mask.
+#pragma unroll
+            for (int t = 0; t < key_tiles; ++t)
+#pragma unroll
+                for (int i = 0; i < 8; ++i) {
+                    const int key = key0 + 16 * t + 2 * i + half;
+                    const float s = key < row_keys ? scores[t].x[i] * score_scale : fa_neg_inf();
+                    scores[t].x[i] = s;
+                    step_max = fmaxf(step_max, s);
+                }
+        } else {
+#pragma unroll
+            for (int t = 0; t < key_tiles; ++t)
+#pragma unroll
+                for (int i = 0; i < 8; ++i) {
+                    scores[t].x[i] *= score_scale;
+                    step_max = fmaxf(step_max, scores[t].x[i]);
+                }
+        }
+        step_max = fmaxf(step_max, fa_exchange_halves(step_max));  // the row's maximum
+
+        // Deferred rescale. Counted once per row (lanes < 16 own the decision's count):
+        // FRAME_MOVES when a frame that already existed moves; FRAME_KEPT when the step
+        // maximum rose above the frame but within the margin, so the rescale was skipped.
+        const bool counts = row_valid && half == 0;
+        if (step_max > frame + margin_log2) {
+            if (counts && frame != fa_neg_inf()) fa_count(p, FA_COUNT_FRAME_MOVES);
+            const float correction = fa_exp2(frame - step_max);
+            frame = step_max;
+            lane_sum *= correction;
+#pragma unroll
+            for (int t = 0; t < dim_tiles; ++t)
+#pragma unroll
+                for (int i = 0; i < 8; ++i) out[t].x[i] *= correction;
+        } else if (counts && step_max > frame) {
+            fa_count(p, FA_COUNT_FRAME_KEPT);
+        }
+        // A row that has seen no key yet keeps frame -inf; its scores are all -inf too.
+        const float base = frame == fa_neg_inf() ? 0.0f : frame;
+
+        // O^T += V^T P^T, one key tile of P at a time.
+#pragma unroll
+        for (int t = 0; t < key_tiles; ++t) {
+            fa_tile_c probabilities;
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                probabilities.x[i] = fa_exp2(scores[t].x[i] - base);
+                lane_sum += probabilities.x[i];
+            }
+            const fa_tile_ab p_operand = fa_tile_c_to_b<element>(probabilities);
+#pragma unroll
+            for (int d = 0; d < dim_tiles; ++d)
+                fa_mma<element>(out[d], fa_load_operand(v_tile + (d * 16 + column) * layout::v_row + t * 16),
+                                p_operand);
+        }
+    }
+
+    // A row that sees no key (Lq > Lk under bottom-right) outputs zeros and LSE -inf.
+    const float sum = lane_sum + fa_exchange_halves(lane_sum);
+    const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+    if (row_valid) {
+        unsigned short* const o_row = o + row * p.o_stride[2];
+#pragma unroll
+        for (int t = 0; t < dim_tiles; ++t)
+#pragma unroll
+            for (int i = 0; i < 8; ++i)
+                o_row[16 * t + 2 * i + half] = static_cast<unsigned short>(fa_float_to_bits<element>(out[t].x[i] * inverse));
+        if (p.lse && half == 0)
+            p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.len_q + row] =
+                sum > 0.0f ? (frame + fa_log2(sum)) * FAJIT_LN2 : fa_neg_inf();
+    }
+}
