@@ -28,6 +28,7 @@ struct Nvrtc {
     decltype(&nvrtcGetLoweredName) lowered_name = nullptr;
     decltype(&nvrtcGetErrorString) error_string = nullptr;
     std::string error;
+    std::string identity = "nvrtc-unavailable";
 
     Nvrtc() {
         if (!library.loaded()) {
@@ -42,8 +43,17 @@ struct Nvrtc {
                            library.bind(cubin, "nvrtcGetCUBIN") && library.bind(add_name, "nvrtcAddNameExpression") &&
                            library.bind(lowered_name, "nvrtcGetLoweredName") &&
                            library.bind(error_string, "nvrtcGetErrorString");
-        if (!bound) error = "NVRTC at " + library.path() + " lacks an expected symbol";
+        if (!bound) {
+            error = "NVRTC at " + library.path() + " lacks an expected symbol";
+            return;
+        }
         preload_builtins();
+        int major = 0, minor = 0;
+        version(&major, &minor);
+        // Hashing the library (~100 MB) once per process keeps a rebuilt NVRTC of the
+        // same version from serving stale cache entries.
+        identity = "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + " " +
+                   file_fingerprint(library.path());
     }
 
     // NVRTC opens its builtins library by soname at compile time. When NVRTC itself was
@@ -193,14 +203,7 @@ public:
     std::string compiler_unavailable_reason() const override { return nvrtc().error; }
     std::string runtime_unavailable_reason() const override { return driver().error; }
 
-    std::string compiler_identity() const override {
-        const Nvrtc& api = nvrtc();
-        if (!api.error.empty()) return "nvrtc-unavailable";
-        int major = 0, minor = 0;
-        api.version(&major, &minor);
-        const std::string path = api.library.path();
-        return "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + " " + file_fingerprint(path);
-    }
+    std::string compiler_identity() const override { return nvrtc().identity; }
 
     CompileResult compile(const CompileRequest& request) const override {
         CompileResult result;

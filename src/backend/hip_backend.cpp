@@ -20,6 +20,26 @@
 namespace fajit {
 namespace {
 
+// The code-object compiler (comgr) is a dependency of the HIPRTC library; its
+// bytes decide the generated code as much as HIPRTC's do.
+std::string loaded_library_path(std::string_view fragment) {
+    struct Search {
+        std::string_view fragment;
+        std::string found;
+    } search{fragment, {}};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) {
+            auto* state = static_cast<Search*>(data);
+            if (info->dlpi_name && std::string_view(info->dlpi_name).find(state->fragment) != std::string_view::npos) {
+                state->found = info->dlpi_name;
+                return 1;
+            }
+            return 0;
+        },
+        &search);
+    return search.found;
+}
+
 struct Hiprtc {
     DynamicLibrary library{{"libhiprtc.so.7", "libhiprtc.so.6", "libamdhip64.so.5", "libhiprtc.so", "libamdhip64.so"}};
     decltype(&hiprtcVersion) version = nullptr;
@@ -34,6 +54,7 @@ struct Hiprtc {
     decltype(&hiprtcGetLoweredName) lowered_name = nullptr;
     decltype(&hiprtcGetErrorString) error_string = nullptr;
     std::string error;
+    std::string identity = "hiprtc-unavailable";
 
     Hiprtc() {
         if (!library.loaded()) {
@@ -47,7 +68,16 @@ struct Hiprtc {
             library.bind(code_size, "hiprtcGetCodeSize") && library.bind(code, "hiprtcGetCode") &&
             library.bind(add_name, "hiprtcAddNameExpression") &&
             library.bind(lowered_name, "hiprtcGetLoweredName") && library.bind(error_string, "hiprtcGetErrorString");
-        if (!bound) error = "HIPRTC at " + library.path() + " lacks an expected symbol";
+        if (!bound) {
+            error = "HIPRTC at " + library.path() + " lacks an expected symbol";
+            return;
+        }
+        int major = 0, minor = 0;
+        version(&major, &minor);
+        // Computed once per process: hashing the libraries costs tens of milliseconds.
+        const std::string comgr = loaded_library_path("libamd_comgr");
+        identity = "hiprtc " + std::to_string(major) + "." + std::to_string(minor) + " " +
+                   file_fingerprint(library.path()) + " comgr " + (comgr.empty() ? "none" : file_fingerprint(comgr));
     }
 };
 
@@ -97,26 +127,6 @@ const Hiprtc& hiprtc() {
 const HipRuntime& hip() {
     static const HipRuntime instance;
     return instance;
-}
-
-// The code-object compiler (comgr) is a dependency of the HIPRTC library; its
-// bytes decide the generated code as much as HIPRTC's do.
-std::string loaded_library_path(std::string_view fragment) {
-    struct Search {
-        std::string_view fragment;
-        std::string found;
-    } search{fragment, {}};
-    dl_iterate_phdr(
-        [](dl_phdr_info* info, std::size_t, void* data) {
-            auto* state = static_cast<Search*>(data);
-            if (info->dlpi_name && std::string_view(info->dlpi_name).find(state->fragment) != std::string_view::npos) {
-                state->found = info->dlpi_name;
-                return 1;
-            }
-            return 0;
-        },
-        &search);
-    return search.found;
 }
 
 // Owns a hiprtcProgram so it is destroyed on every path, errors included.
@@ -175,15 +185,7 @@ public:
     std::string compiler_unavailable_reason() const override { return hiprtc().error; }
     std::string runtime_unavailable_reason() const override { return hip().error; }
 
-    std::string compiler_identity() const override {
-        const Hiprtc& api = hiprtc();
-        if (!api.error.empty()) return "hiprtc-unavailable";
-        int major = 0, minor = 0;
-        api.version(&major, &minor);
-        const std::string comgr = loaded_library_path("libamd_comgr");
-        return "hiprtc " + std::to_string(major) + "." + std::to_string(minor) + " " +
-               file_fingerprint(api.library.path()) + " comgr " + (comgr.empty() ? "none" : file_fingerprint(comgr));
-    }
+    std::string compiler_identity() const override { return hiprtc().identity; }
 
     CompileResult compile(const CompileRequest& request) const override {
         CompileResult result;
