@@ -6,13 +6,10 @@
 #include <stdexcept>
 
 #include "codegen/emitter.hpp"
+#include "runtime/kernel_key.hpp"
 
 namespace fajit {
 namespace {
-
-// Bumped whenever the library changes how it calls kernels (fa_params, launch shape),
-// so entries built for an older library are never loaded by a newer one.
-constexpr std::string_view abi_version = "fajit-abi-1";
 
 cache::DiskCacheConfig disk_config(const Options& options) {
     cache::DiskCacheConfig config;
@@ -20,12 +17,6 @@ cache::DiskCacheConfig disk_config(const Options& options) {
     config.max_bytes = options.cache_max_bytes;
     config.enabled = !options.cache_disabled && !options.cache_dir.empty();
     return config;
-}
-
-std::string join(const std::vector<std::string>& items) {
-    std::string joined;
-    for (const auto& item : items) joined += item + '\n';
-    return joined;
 }
 
 }  // namespace
@@ -65,23 +56,20 @@ CompiledKernel KernelProvider::get(const KernelSpec& spec) {
     request.arch = spec.arch;
 
     const std::string compiler = backend.compiler_identity();
-    const cache::Key key = cache::KeyBuilder()
-                               .add("abi", abi_version)
-                               .add("spec", to_string(spec))
-                               .add("arch", spec.arch)
-                               .add("compiler", compiler)
-                               .add("options", join(request.options))
-                               .add("templates", emitted.template_bytes)
-                               .add("source", emitted.source)
-                               .finish();
+    const cache::Key key =
+        kernel_key({to_string(spec), spec.arch, compiler, request.options, emitted.template_bytes, emitted.source});
     const std::string key_hex = key.hex();
     {
         std::lock_guard lock(mutex_);
-        if (auto it = in_memory_.find(key_hex); it != in_memory_.end()) return it->second;
+        if (auto it = in_memory_.find(key_hex); it != in_memory_.end()) {
+            CompiledKernel remembered = it->second;
+            remembered.compiled_now = false;
+            return remembered;
+        }
     }
 
     bool compiled_now = false;
-    const cache::Entry entry = disk_.get_or_create(spec.arch, key, [&] {
+    const auto produce = [&] {
         const auto start = std::chrono::steady_clock::now();
         CompileResult result = backend.compile(request);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -98,21 +86,25 @@ CompiledKernel KernelProvider::get(const KernelSpec& spec) {
                              {"log", result.log}};
         produced.payload = std::move(result.code);
         return produced;
-    });
+    };
 
     CompiledKernel kernel;
     kernel.spec = spec;
     kernel.key = key_hex;
-    kernel.code = entry.payload;
-    kernel.lowered_name = entry.metadata.value("lowered_name", "");
-    kernel.log = entry.metadata.value("log", "");
-    kernel.compile_seconds = entry.metadata.value("compile_seconds", 0.0);
-    kernel.compiled_now = compiled_now;
-    if (kernel.lowered_name.empty() || kernel.code.empty()) {
-        // A well-formed entry without a kernel name is useless; never hand it to a loader.
+    // An entry can pass its checksum and still lack a kernel name (written by a
+    // broken producer); such an entry is replaced by a fresh compile, once.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        const cache::Entry entry = disk_.get_or_create(spec.arch, key, produce);
+        kernel.code = entry.payload;
+        kernel.lowered_name = entry.metadata.value("lowered_name", "");
+        kernel.log = entry.metadata.value("log", "");
+        kernel.compile_seconds = entry.metadata.value("compile_seconds", 0.0);
+        if (!kernel.lowered_name.empty() && !kernel.code.empty()) break;
+        spdlog::warn("cache entry {} for {} has no kernel; compiling it again", key_hex, to_string(spec));
         disk_.evict(spec.arch, key);
-        throw std::runtime_error("cache entry " + key_hex + " for " + to_string(spec) + " has no kernel");
+        if (attempt == 1) throw std::runtime_error("compiling " + to_string(spec) + " produced no kernel");
     }
+    kernel.compiled_now = compiled_now;
     std::lock_guard lock(mutex_);
     in_memory_.emplace(key_hex, kernel);
     return kernel;
