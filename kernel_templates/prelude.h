@@ -223,7 +223,8 @@ template <class T> FAJIT_DEVICE unsigned int fa_float_to_bits(float x) { return 
 // compile time and code size for no gain in what the emulation is for.
 template <class T>
 __device__ __attribute__((noinline)) fa_tile_c fa_mma_emulated(fa_tile_c c, fa_tile_ab a, fa_tile_ab b) {
-    static_assert(FAJIT_WAVE_SIZE == 32, "the WMMA emulation needs 32-lane waves");
+    // Dependent on T so wave64 targets, which never instantiate it, still compile the prelude.
+    static_assert(FAJIT_WAVE_SIZE == 32 || sizeof(T) == 0, "the WMMA emulation needs 32-lane waves");
     const int lane = fa_lane();
     const int half = lane / 16;
     float column[16];
