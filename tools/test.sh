@@ -10,8 +10,18 @@ exec tools/build-env.sh bash -c "
   cmake --build '$build' -j\$(nproc)
   cd '$build'
   status=0
-  ctest --output-on-failure -j\$(nproc) --output-log ctest-full.log || status=\$?
+  # Verbose output goes to a log; the terminal gets ctest's result lines, then each
+  # suite's doctest summary and skip notices, then the full output of failures.
+  ctest -V -j\$(nproc) > ctest-full.log 2>&1 || status=\$?
+  grep -E '^ *[0-9]+/[0-9]+ Test +#|tests passed|tests failed' ctest-full.log || true
   echo '---- doctest summaries ----'
-  awk '/ Testing: /{name=\$NF} /^\[doctest\] (test cases|assertions)|^skipped/{printf \"%-22s %s\n\", name, \$0}' ctest-full.log
+  awk '/^ *Start +[0-9]+: /{name[\$2+0]=\$3}
+       match(\$0, /^[0-9]+: (\[doctest\] (test cases|assertions)|skipped)/){n=substr(\$0,1,index(\$0,\":\")-1); printf \"%-26s %s\n\", name[n+0], substr(\$0,index(\$0,\":\")+2)}' ctest-full.log
+  if [ \$status -ne 0 ]; then
+    echo '---- output of failed suites ----'
+    for number in \$(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(Failed|Timeout|Exception)' ctest-full.log | sed -E 's/.*#([0-9]+):.*/\1/'); do
+      grep -E \"^\$number: \" ctest-full.log | tail -n 60
+    done
+  fi
   exit \$status
 "

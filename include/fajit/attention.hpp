@@ -1,6 +1,7 @@
 #pragma once
 // One attention call, as an engine describes it: device pointers, sizes and strides.
 #include <cstdint>
+#include <string>
 
 #include "fajit/kernel_spec.hpp"
 
@@ -14,12 +15,20 @@ struct Strides {
     std::int64_t sequence = 0;
 };
 
+// The shape the caller allocated for the LSE output, checked against the call's sizes.
+struct LseShape {
+    int batch = 0;
+    int heads = 0;
+    int length = 0;
+};
+
 struct AttentionArgs {
     const void* q = nullptr;  // [batch, heads_q, len_q, head_dim] via q_strides
     const void* k = nullptr;  // [batch, heads_kv, len_k, head_dim] via k_strides
     const void* v = nullptr;  // [batch, heads_kv, len_k, head_dim] via v_strides
     void* o = nullptr;        // [batch, heads_q, len_q, head_dim] via o_strides
-    float* lse = nullptr;     // optional [batch, heads_q, len_q] f32 natural-log sum-exp
+    float* lse = nullptr;     // optional contiguous [batch, heads_q, len_q] f32 natural-log sum-exp
+    LseShape lse_shape;       // with lse: must be {batch, heads_q, len_q}; without: all zero
     DType dtype = DType::f16; // of q, k, v and o
     int batch = 0;
     int heads_q = 0;
@@ -37,6 +46,8 @@ struct AttentionArgs {
 };
 
 // Empty when args are usable; else a message naming the bad field and its value.
+// Pointers must be aligned to their element; a dimension of more than one element must have
+// a stride of 0 (broadcast, inputs only) or at least head_dim, so rows never overlap.
 std::string check_arguments(const AttentionArgs&);
 
 }  // namespace fajit

@@ -3,10 +3,32 @@
 // library fills what they leave unset from FAJIT_* environment variables.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+
+#include "fajit/kernel_spec.hpp"
 
 namespace fajit {
+
+// A setting (FAJIT_* variable or override) that is malformed, unknown or does not fit;
+// the message names the setting and its value.
+class InvalidOption : public std::invalid_argument {
+public:
+    using std::invalid_argument::invalid_argument;
+};
+
+// Tile sizes pinned by the user; unset fields keep what the variant table chose.
+struct TilePin {
+    std::optional<int> block_q;  // bq
+    std::optional<int> block_k;  // bk
+    std::optional<int> waves;    // waves
+
+    bool empty() const { return !block_q && !block_k && !waves; }
+    bool operator==(const TilePin&) const = default;
+};
 
 struct Options {
     // Where compiled kernels are kept: FAJIT_CACHE_DIR, else $XDG_CACHE_HOME/fa-jit,
@@ -20,12 +42,27 @@ struct Options {
     // AttentionArgs::debug_counters). Such kernels are cached under their own keys.
     bool debug_counters = false;
 
-    // Reads FAJIT_* variables over the defaults. Throws std::invalid_argument naming
-    // the variable and its value when one is malformed.
-    static Options from_environment();
+    // Variant selection. The table these override is in src/dispatch/variant_table.cpp.
+    // FAJIT_FAMILY=scalar|wmma-gfx11|... runs that family whatever the table prefers (on NVIDIA,
+    // wmma-gfx11 runs through its emulation); auto or unset follows the table.
+    std::optional<Family> family;
+    bool force_fallback = false;  // FAJIT_FORCE_FALLBACK=1: always run the scalar family
+    TilePin tile;                 // FAJIT_TILE=bq=64,bk=64,waves=4: tiles of the selected variant
+    // FAJIT_STRICT=1: running scalar instead of the selected variant (unsupported shape,
+    // failed compile or load) is an error rather than a warning. FAJIT_FORCE_FALLBACK stays allowed.
+    bool strict = false;
+
+    // Reads FAJIT_* variables over the defaults; a setting in overrides (same names and
+    // syntax as the variables) replaces the variable. Throws InvalidOption naming the
+    // variable and its value when one is malformed, or an override name fa-jit does not know.
+    static Options from_environment(const std::map<std::string, std::string, std::less<>>& overrides = {});
 };
 
 // Parses "2G", "512M", "4096": bytes with an optional binary K/M/G/T suffix.
 std::optional<std::uint64_t> parse_byte_size(const std::string& text);
+
+// Parses "bq=64,bk=64,waves=4" (any subset, any order).
+std::optional<TilePin> parse_tile_pin(std::string_view text);
+std::string to_string(const TilePin&);
 
 }  // namespace fajit

@@ -5,6 +5,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fajit/attention.hpp"
@@ -13,10 +14,35 @@
 
 namespace fajit {
 
-// A compile that failed; what() names the variant, log() is the compiler's full log.
-class CompileError : public std::runtime_error {
+class Backend;
+
+// The library's version, e.g. "0.1.0".
+std::string_view version();
+
+// Why a call whose arguments were accepted still failed. Malformed arguments, options
+// and specs throw std::invalid_argument instead.
+enum class ErrorKind {
+    no_device,       // no backend sees a device
+    unsupported,     // FAJIT_STRICT: the selected variant cannot run the shape
+    compile_failed,  // the compiler rejected the source (and no fallback was allowed)
+    load_failed,     // the device loader rejected the code (and no fallback was allowed)
+    launch_failed,   // the launch itself failed
+};
+
+class Error : public std::runtime_error {
 public:
-    CompileError(const std::string& what, std::string log) : std::runtime_error(what), log_(std::move(log)) {}
+    Error(ErrorKind kind, const std::string& what) : std::runtime_error(what), kind_(kind) {}
+    ErrorKind kind() const { return kind_; }
+
+private:
+    ErrorKind kind_;
+};
+
+// A compile that failed; what() names the variant, log() is the compiler's full log.
+class CompileError : public Error {
+public:
+    CompileError(const std::string& what, std::string log)
+        : Error(ErrorKind::compile_failed, what), log_(std::move(log)) {}
     const std::string& log() const { return log_; }
 
 private:
@@ -45,6 +71,8 @@ struct Device {
 class Runtime {
 public:
     explicit Runtime(Options options = Options::from_environment());
+    // Runs on the given backends instead of those built in: for tests and benchmarks.
+    Runtime(Options options, std::vector<std::unique_ptr<Backend>> backends);
     ~Runtime();
     Runtime(const Runtime&) = delete;
     Runtime& operator=(const Runtime&) = delete;
@@ -63,16 +91,20 @@ public:
     std::vector<std::string> unavailable_backends() const;
 
     // Runs attention on stream (hipStream_t or CUstream; null: the default stream) of
-    // the first backend with a device. Throws std::invalid_argument naming the bad
-    // field before anything touches a device, std::runtime_error when there is no
-    // device or the launch fails.
+    // the first backend with a device, with the variant select() names. Throws
+    // std::invalid_argument naming the bad field before anything touches a device, Error
+    // when there is no device, when FAJIT_STRICT refuses a fallback, or when the launch fails.
+    //
+    // The first call of a (device, shape class) selects, compiles (or finds in the cache)
+    // and loads its variant; a variant that fails to compile or load is recorded and the
+    // call runs scalar instead, saying so once. Later calls of the class take a lock-free path.
     void attention(const AttentionArgs&, void* stream);
 
     // Runs a given variant (its arch must be the device's), for tests and benchmarks.
     void run(const KernelSpec&, const AttentionArgs&, void* stream);
 
-    // The spec attention() would run for args on its device.
-    KernelSpec select(const AttentionArgs&) const;
+    // The spec attention() runs for args, after any fallback; prepares it as attention() would.
+    KernelSpec select(const AttentionArgs&);
 
 private:
     struct State;

@@ -1,5 +1,6 @@
 #include "fajit/options.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <stdexcept>
@@ -7,7 +8,16 @@
 namespace fajit {
 namespace {
 
-std::optional<std::string> environment(const char* name) {
+constexpr std::string_view setting_names[] = {
+    "FAJIT_CACHE_DIR",   "FAJIT_CACHE_MAX_SIZE", "FAJIT_CACHE_DISABLE",  "FAJIT_TEMPLATE_DIR", "FAJIT_LOG_LEVEL",
+    "FAJIT_DEBUG_COUNTERS", "FAJIT_FAMILY",     "FAJIT_FORCE_FALLBACK", "FAJIT_TILE",         "FAJIT_STRICT"};
+
+using Overrides = std::map<std::string, std::string, std::less<>>;
+
+// An override, else the environment variable; empty counts as unset either way.
+std::optional<std::string> setting(const Overrides& overrides, const char* name) {
+    if (auto it = overrides.find(name); it != overrides.end())
+        return it->second.empty() ? std::nullopt : std::optional<std::string>(it->second);
     const char* value = std::getenv(name);
     if (!value || !*value) return std::nullopt;
     return std::string(value);
@@ -16,7 +26,7 @@ std::optional<std::string> environment(const char* name) {
 bool parse_flag(const char* name, const std::string& value) {
     if (value == "1" || value == "true" || value == "yes" || value == "on") return true;
     if (value == "0" || value == "false" || value == "no" || value == "off") return false;
-    throw std::invalid_argument(std::string(name) + "=" + value + ": expected 1 or 0");
+    throw InvalidOption(std::string(name) + "=" + value + ": expected 1 or 0");
 }
 
 }  // namespace
@@ -38,7 +48,45 @@ std::optional<std::uint64_t> parse_byte_size(const std::string& text) {
     return number << shift;
 }
 
-Options Options::from_environment() {
+std::optional<TilePin> parse_tile_pin(std::string_view text) {
+    TilePin pin;
+    while (!text.empty()) {
+        const auto end = std::min(text.find(','), text.size());
+        const auto item = text.substr(0, end);
+        text.remove_prefix(std::min(end + 1, text.size()));
+        const auto eq = item.find('=');
+        if (eq == std::string_view::npos) return std::nullopt;
+        const auto name = item.substr(0, eq);
+        const auto value = item.substr(eq + 1);
+        std::optional<int>* target = name == "bq" ? &pin.block_q : name == "bk" ? &pin.block_k
+                                   : name == "waves" ? &pin.waves : nullptr;
+        int number = 0;
+        auto [last, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+        if (!target || *target || ec != std::errc{} || last != value.data() + value.size() || number <= 0)
+            return std::nullopt;
+        *target = number;
+    }
+    if (pin.empty()) return std::nullopt;
+    return pin;
+}
+
+std::string to_string(const TilePin& pin) {
+    std::string text;
+    const auto add = [&](const char* name, const std::optional<int>& value) {
+        if (value) text += (text.empty() ? "" : ",") + std::string(name) + "=" + std::to_string(*value);
+    };
+    add("bq", pin.block_q);
+    add("bk", pin.block_k);
+    add("waves", pin.waves);
+    return text;
+}
+
+Options Options::from_environment(const Overrides& overrides) {
+    for (const auto& [name, value] : overrides)
+        if (std::find(std::begin(setting_names), std::end(setting_names), name) == std::end(setting_names))
+            throw InvalidOption(name + "=" + value + ": not a fa-jit setting");
+    const auto environment = [&](const char* name) { return setting(overrides, name); };
+
     Options options;
     if (auto dir = environment("FAJIT_CACHE_DIR")) options.cache_dir = *dir;
     else if (auto xdg = environment("XDG_CACHE_HOME")) options.cache_dir = std::filesystem::path(*xdg) / "fa-jit";
@@ -46,7 +94,7 @@ Options Options::from_environment() {
 
     if (auto size = environment("FAJIT_CACHE_MAX_SIZE")) {
         const auto bytes = parse_byte_size(*size);
-        if (!bytes) throw std::invalid_argument("FAJIT_CACHE_MAX_SIZE=" + *size + ": expected bytes, e.g. 2G or 512M");
+        if (!bytes) throw InvalidOption("FAJIT_CACHE_MAX_SIZE=" + *size + ": expected bytes, e.g. 2G or 512M");
         options.cache_max_bytes = *bytes;
     }
     if (auto disable = environment("FAJIT_CACHE_DISABLE"))
@@ -59,9 +107,25 @@ Options Options::from_environment() {
         bool known = false;
         for (const char* candidate : levels) known |= *level == candidate;
         if (!known)
-            throw std::invalid_argument("FAJIT_LOG_LEVEL=" + *level + ": expected trace, debug, info, warn, error or off");
+            throw InvalidOption("FAJIT_LOG_LEVEL=" + *level + ": expected trace, debug, info, warn, error or off");
         options.log_level = *level;
     }
+    if (auto family = environment("FAJIT_FAMILY"); family && *family != "auto") {
+        options.family = parse_family(*family);
+        if (!options.family)
+            throw InvalidOption("FAJIT_FAMILY=" + *family + ": expected auto or a family name, e.g. scalar or wmma-gfx11");
+    }
+    if (auto fallback = environment("FAJIT_FORCE_FALLBACK"))
+        options.force_fallback = parse_flag("FAJIT_FORCE_FALLBACK", *fallback);
+    if (auto tile = environment("FAJIT_TILE")) {
+        const auto pin = parse_tile_pin(*tile);
+        if (!pin)
+            throw InvalidOption("FAJIT_TILE=" + *tile +
+                                        ": expected positive bq=, bk= and/or waves=, comma-separated, "
+                                        "e.g. bq=64,bk=64,waves=4");
+        options.tile = *pin;
+    }
+    if (auto strict = environment("FAJIT_STRICT")) options.strict = parse_flag("FAJIT_STRICT", *strict);
     return options;
 }
 

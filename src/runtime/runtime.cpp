@@ -4,45 +4,182 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 
+#include "dispatch/failed_variants.hpp"
+#include "dispatch/function_cache.hpp"
+#include "dispatch/shape_class.hpp"
+#include "dispatch/variant_table.hpp"
 #include "runtime/kernel_arguments.hpp"
 #include "runtime/kernel_provider.hpp"
 #include "runtime/launch_geometry.hpp"
-#include "spec/arch.hpp"
 
 namespace fajit {
 namespace {
 
-// Margin (natural-log units) every family gets unless the spec says otherwise:
-// exp(10) = 22026 keeps unnormalized probabilities inside f16's range.
-constexpr float default_rescale_margin = 10.0f;
+// Enough of a compiler log to recognize the failure in a warning; the whole log is in
+// the CompileError and, with FAJIT_LOG_LEVEL=debug, in the debug log.
+constexpr int summary_log_lines = 5;
+
+std::string summarize(const std::string& what, const std::string& log) {
+    std::string summary = what;
+    std::istringstream lines(log);
+    std::string line;
+    for (int kept = 0; kept < summary_log_lines && std::getline(lines, line);)
+        if (!line.empty()) {
+            summary += "\n    " + line;
+            ++kept;
+        }
+    return summary;
+}
+
+std::filesystem::path failed_variants_directory(const Options& options) {
+    if (options.cache_disabled || options.cache_dir.empty()) return {};
+    return options.cache_dir / "failed-variants";
+}
+
+void launch(const KernelSpec& spec, LoadedKernel& kernel, const AttentionArgs& args, void* stream) {
+    const KernelArguments arguments = make_kernel_arguments(args);
+    if (auto error = kernel.launch(launch_shape(spec, args), &arguments, sizeof arguments, stream); !error.empty())
+        throw Error(ErrorKind::launch_failed, "launching " + to_string(spec) + ": " + error);
+}
 
 }  // namespace
 
+std::string_view version() { return FAJIT_VERSION; }
+
 struct Runtime::State {
     Options options;
-    std::vector<std::unique_ptr<Backend>> backends = make_backends();
+    std::vector<std::unique_ptr<Backend>> backends;
     KernelProvider provider{options, backends};
-    std::mutex mutex;
-    std::map<std::pair<int, std::string>, std::unique_ptr<LoadedKernel>> loaded;  // (device, key)
+    FunctionCache functions;  // the hot path; filled by resolve()
 
-    explicit State(Options given) : options(std::move(given)) {}
+    // Everything below is the cold path, under this lock.
+    std::mutex mutex;
+    struct Running {
+        const Backend* backend;
+        std::vector<DeviceInfo> devices;
+    };
+    std::optional<Running> running;  // found on first use
+    std::map<std::pair<int, std::string>, std::unique_ptr<LoadedKernel>> loaded;  // by (device, cache key)
+    FailedVariants failed{failed_variants_directory(options)};
+    std::set<std::string> said;  // fallback messages already logged
+
+    State(Options given, std::vector<std::unique_ptr<Backend>> given_backends)
+        : options(std::move(given)), backends(std::move(given_backends)) {}
 
     // The backend that runs kernels: the first whose runtime sees a device.
-    const Backend& running_backend() const {
+    const Running& running_backend() {
+        if (running) return *running;
         std::string reasons;
         for (const auto& backend : backends) {
             const auto reason = backend->runtime_unavailable_reason();
-            if (reason.empty()) return *backend;
+            if (reason.empty()) return running.emplace(Running{backend.get(), backend->devices()});
             reasons += std::string(backend->name()) + ": " + reason + "; ";
         }
-        if (backends.empty()) throw std::runtime_error("no GPU backend is built into this library");
-        throw std::runtime_error("no GPU device available (" + reasons.substr(0, reasons.size() - 2) + ")");
+        if (backends.empty()) throw Error(ErrorKind::no_device, "no GPU backend is built into this library");
+        throw Error(ErrorKind::no_device, "no GPU device available (" + reasons.substr(0, reasons.size() - 2) + ")");
+    }
+
+    const DeviceInfo& device(int ordinal) {
+        const Running& found = running_backend();
+        if (ordinal >= static_cast<int>(found.devices.size()))
+            throw std::invalid_argument("device=" + std::to_string(ordinal) + ": " +
+                                        std::string(found.backend->name()) + " sees " +
+                                        std::to_string(found.devices.size()) + " device(s)");
+        return found.devices[static_cast<std::size_t>(ordinal)];
+    }
+
+    std::string compiler_identity(const std::string& arch) const {
+        for (const auto& backend : backends)
+            if (backend->targets(arch)) return backend->compiler_identity();
+        return {};
+    }
+
+    void say_once(spdlog::level::level_enum level, const std::string& message) {
+        if (said.insert(message).second) spdlog::log(level, "{}", message);
+    }
+
+    // Compiles (or finds) spec and loads it on the device. Throws CompileError, or Error
+    // with load_failed when the loader rejects even a fresh compile.
+    LoadedKernel& load(int ordinal, const KernelSpec& spec) {
+        const Backend& backend = *running_backend().backend;
+        CompiledKernel kernel = provider.get(spec);
+        if (auto found = loaded.find({ordinal, kernel.key}); found != loaded.end()) return *found->second;
+        std::unique_ptr<LoadedKernel> module;
+        try {
+            module = backend.load(ordinal, kernel.code, kernel.lowered_name);
+        } catch (const std::runtime_error& rejected) {
+            // The entry passed its checksum yet the loader refused it (say, a driver
+            // update): compile it afresh once rather than failing forever.
+            spdlog::warn("{}; recompiling {}", rejected.what(), to_string(spec));
+            provider.forget(kernel);
+            kernel = provider.get(spec);
+            try {
+                module = backend.load(ordinal, kernel.code, kernel.lowered_name);
+            } catch (const std::runtime_error& again) {
+                throw Error(ErrorKind::load_failed, "loading " + to_string(spec) + " failed: " + again.what());
+            }
+        }
+        return *(loaded[{ordinal, kernel.key}] = std::move(module));
+    }
+
+    // Loads a specialized variant, or records why it cannot run and returns null so the
+    // caller falls back. Under FAJIT_STRICT the failure is thrown instead.
+    LoadedKernel* load_specialized(int ordinal, const KernelSpec& spec) {
+        const std::string text = to_string(spec);
+        const std::string compiler = compiler_identity(spec.arch);
+        std::optional<VariantFailure> failure = failed.find(text, compiler);
+        if (failure) {
+            failure->summary = text + " failed before: " + failure->summary;
+        } else {
+            try {
+                return &load(ordinal, spec);
+            } catch (const CompileError& error) {
+                spdlog::debug("{}\n{}", error.what(), error.log());
+                failure = VariantFailure{ErrorKind::compile_failed, summarize(error.what(), error.log())};
+            } catch (const Error& error) {
+                if (error.kind() != ErrorKind::load_failed) throw;
+                failure = VariantFailure{ErrorKind::load_failed, error.what()};
+            }
+            failed.record(text, compiler, *failure);
+        }
+        if (options.strict)
+            throw Error(failure->kind, "FAJIT_STRICT=1 refuses the scalar fallback: " + failure->summary);
+        say_once(spdlog::level::warn, failure->summary + "\n  running the scalar family instead");
+        return nullptr;
+    }
+
+    // The first call of a dispatch key: select, prepare, fall back where needed, publish.
+    const ResolvedVariant* resolve(std::uint64_t key, const ShapeClass& shape, int ordinal) {
+        std::lock_guard lock(mutex);
+        if (const ResolvedVariant* found = functions.find(key)) return found;
+        const std::string arch = device(ordinal).arch;
+        const Selection selection = select_variant(arch, shape, options);
+        if (!selection.fallback_reason.empty()) {
+            if (options.strict && !selection.forced)
+                throw Error(ErrorKind::unsupported, "FAJIT_STRICT=1 refuses the scalar fallback: " +
+                                                        selection.fallback_reason);
+            say_once(selection.forced ? spdlog::level::info : spdlog::level::warn,
+                     selection.fallback_reason + "; running " + to_string(selection.spec));
+        }
+        KernelSpec spec = selection.spec;
+        LoadedKernel* kernel = spec.family == Family::scalar ? &load(ordinal, spec) : load_specialized(ordinal, spec);
+        if (!kernel) {
+            spec = fallback_spec(shape, arch);
+            kernel = &load(ordinal, spec);
+        }
+        return functions.insert(key, {std::move(spec), kernel});
     }
 };
 
-Runtime::Runtime(Options options) : state_(std::make_unique<State>(std::move(options))) {
+Runtime::Runtime(Options options) : Runtime(std::move(options), make_backends()) {}
+
+Runtime::Runtime(Options options, std::vector<std::unique_ptr<Backend>> backends)
+    : state_(std::make_unique<State>(std::move(options), std::move(backends))) {
     if (auto level = spdlog::level::from_str(state_->options.log_level); level != spdlog::level::off ||
                                                                         state_->options.log_level == "off")
         spdlog::set_level(level);
@@ -76,56 +213,33 @@ std::vector<std::string> Runtime::unavailable_backends() const {
     return reasons;
 }
 
-KernelSpec Runtime::select(const AttentionArgs& args) const {
-    const Backend& backend = state_->running_backend();
-    const auto devices = backend.devices();
-    if (args.device >= static_cast<int>(devices.size()))
-        throw std::invalid_argument("device=" + std::to_string(args.device) + ": " + std::string(backend.name()) +
-                                    " sees " + std::to_string(devices.size()) + " device(s)");
-    KernelSpec spec;
-    spec.family = Family::scalar;
-    spec.arch = devices[static_cast<std::size_t>(args.device)].arch;
-    spec = with_family_defaults(spec);
-    spec.head_dim = args.head_dim;
-    spec.dtype = args.dtype;
-    spec.causal = args.causal;
-    spec.rescale_margin = default_rescale_margin;
-    return spec;
+KernelSpec Runtime::select(const AttentionArgs& args) {
+    if (auto error = check_arguments(args); !error.empty()) throw std::invalid_argument(error);
+    const ShapeClass shape = classify(args);
+    return state_->resolve(dispatch_key(args.device, shape), shape, args.device)->spec;
 }
 
 void Runtime::attention(const AttentionArgs& args, void* stream) {
     if (auto error = check_arguments(args); !error.empty()) throw std::invalid_argument(error);
-    run(select(args), args, stream);
+    const ShapeClass shape = classify(args);
+    const std::uint64_t key = dispatch_key(args.device, shape);
+    const ResolvedVariant* variant = state_->functions.find(key);
+    if (!variant) variant = state_->resolve(key, shape, args.device);
+    launch(variant->spec, *variant->kernel, args, stream);
 }
 
 void Runtime::run(const KernelSpec& spec, const AttentionArgs& args, void* stream) {
     if (auto error = check_arguments(args); !error.empty()) throw std::invalid_argument(error);
     if (spec.head_dim != args.head_dim || spec.dtype != args.dtype || spec.causal != args.causal)
-        throw std::invalid_argument("spec " + to_string(spec) + " does not match the arguments' head_dim, dtype or causal");
-    const Backend& backend = state_->running_backend();
-    CompiledKernel kernel = state_->provider.get(spec);
-
-    LoadedKernel* loaded = nullptr;
+        throw std::invalid_argument("spec " + to_string(spec) +
+                                    " does not match the arguments' head_dim, dtype or causal");
+    LoadedKernel* kernel = nullptr;
     {
         std::lock_guard lock(state_->mutex);
-        auto& slot = state_->loaded[{args.device, kernel.key}];
-        if (!slot) {
-            try {
-                slot = backend.load(args.device, kernel.code, kernel.lowered_name);
-            } catch (const std::runtime_error& rejected) {
-                // The entry passed its checksum yet the loader refused it (say, a driver
-                // update): compile it afresh once rather than failing forever.
-                spdlog::warn("{}; recompiling {}", rejected.what(), to_string(spec));
-                state_->provider.forget(kernel);
-                kernel = state_->provider.get(spec);
-                slot = backend.load(args.device, kernel.code, kernel.lowered_name);
-            }
-        }
-        loaded = slot.get();
+        state_->device(args.device);
+        kernel = &state_->load(args.device, spec);
     }
-    const KernelArguments arguments = make_kernel_arguments(args);
-    if (auto error = loaded->launch(launch_shape(spec, args), &arguments, sizeof arguments, stream); !error.empty())
-        throw std::runtime_error("launching " + to_string(spec) + ": " + error);
+    launch(spec, *kernel, args, stream);
 }
 
 }  // namespace fajit

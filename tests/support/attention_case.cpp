@@ -215,6 +215,7 @@ DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShap
     args.v = v_device.get();
     args.o = o_device.get();
     args.lse = shape.with_lse ? static_cast<float*>(lse_device.get()) : nullptr;
+    if (shape.with_lse) args.lse_shape = {shape.batch, shape.heads_q, shape.len_q};
     args.dtype = shape.dtype;
     args.batch = shape.batch;
     args.heads_q = shape.heads_q;

@@ -10,7 +10,7 @@ using namespace fajit;
 
 namespace {
 AttentionArgs valid_args() {
-    static char storage[4];
+    alignas(16) static char storage[16];
     AttentionArgs args;
     args.q = args.k = args.v = storage;
     args.o = storage;

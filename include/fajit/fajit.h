@@ -1,0 +1,169 @@
+/* fa-jit C ABI: flash attention compiled at run time for the device and shape.
+ *
+ * For engines written in C, Rust, Python (ctypes/cffi) and anything else that can call C.
+ * Every function returns a fajit_status (except the few that cannot fail); on failure
+ * fajit_last_error() gives a message naming the field or variant and its value. Nothing
+ * here throws, aborts or prints, except the library's own log (FAJIT_LOG_LEVEL).
+ *
+ * Thread safety: a runtime may be shared by any number of threads. The last error is per
+ * thread.
+ */
+#ifndef FAJIT_FAJIT_H
+#define FAJIT_FAJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FAJIT_API __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Results. Values are stable across versions; new ones are only ever added. */
+typedef enum fajit_status {
+    FAJIT_SUCCESS = 0,
+    /* An argument is malformed (null pointer, non-positive size, bad stride, dtype, scale,
+     * LSE shape, struct_size, ...). Nothing touched a device. */
+    FAJIT_ERROR_INVALID_ARGUMENT = 1,
+    /* A setting given to fajit_runtime_create, or a FAJIT_* environment variable, is malformed
+     * or unknown; or FAJIT_TILE does not fit the selected variant. */
+    FAJIT_ERROR_INVALID_OPTION = 2,
+    /* No backend sees a GPU (no driver, no device), or the device ordinal is not seen. */
+    FAJIT_ERROR_NO_DEVICE = 3,
+    /* FAJIT_STRICT=1 and the selected variant cannot run this shape on this device. */
+    FAJIT_ERROR_UNSUPPORTED = 4,
+    /* The compiler rejected the kernel: the scalar one, or any variant under FAJIT_STRICT=1. */
+    FAJIT_ERROR_COMPILE_FAILED = 5,
+    /* The device loader rejected the code: the scalar one, or any variant under FAJIT_STRICT=1. */
+    FAJIT_ERROR_LOAD_FAILED = 6,
+    /* The kernel launch failed (the message has the driver's error). */
+    FAJIT_ERROR_LAUNCH_FAILED = 7,
+    /* Anything else: no compiler library for the device's arch, out of memory, ... */
+    FAJIT_ERROR_RUNTIME = 8
+} fajit_status;
+
+/* Element types of q, k, v and o. */
+enum {
+    FAJIT_DTYPE_F16 = 0,  /* IEEE binary16 */
+    FAJIT_DTYPE_BF16 = 1, /* bfloat16 */
+    FAJIT_DTYPE_F32 = 2   /* binary32; runs the scalar family only */
+};
+
+/* Causal masking. With len_q queries and len_k keys, query row i sees keys j with:
+ *   NONE:         every j
+ *   TOP_LEFT:     j <= i
+ *   BOTTOM_RIGHT: j <= i + len_k - len_q  (queries are the last len_q positions: chunked
+ *                 prefill and decode). A row that sees no key gets o = 0 and lse = -inf. */
+enum {
+    FAJIT_CAUSAL_NONE = 0,
+    FAJIT_CAUSAL_TOP_LEFT = 1,
+    FAJIT_CAUSAL_BOTTOM_RIGHT = 2
+};
+
+typedef struct fajit_runtime fajit_runtime;
+
+/* One setting, named like its environment variable. Known names:
+ *   FAJIT_CACHE_DIR       directory of compiled kernels (default $XDG_CACHE_HOME/fa-jit or ~/.cache/fa-jit)
+ *   FAJIT_CACHE_MAX_SIZE  bytes, with an optional K/M/G/T suffix (default 2G)
+ *   FAJIT_CACHE_DISABLE   1: keep compiled kernels in memory only
+ *   FAJIT_TEMPLATE_DIR    read kernel templates from this directory instead of the embedded ones
+ *   FAJIT_LOG_LEVEL       trace, debug, info, warn (default), error, off
+ *   FAJIT_DEBUG_COUNTERS  1: compile the kernels' test counters in (tests only)
+ *   FAJIT_FAMILY          auto (default) or a family name such as scalar or wmma-gfx11: run
+ *                         this family whatever the selection table prefers (wmma-gfx11 runs
+ *                         emulated on NVIDIA)
+ *   FAJIT_FORCE_FALLBACK  1: always run the scalar family
+ *   FAJIT_TILE            e.g. bq=64,bk=64,waves=4: pin tile sizes of the selected variant
+ *   FAJIT_STRICT          1: an error instead of a scalar fallback (unsupported shape, failed
+ *                         compile or load); FAJIT_FORCE_FALLBACK stays allowed
+ * Flags take 1/0, true/false, yes/no or on/off. An empty value means unset. */
+typedef struct fajit_setting {
+    const char* name;
+    const char* value;
+} fajit_setting;
+
+/* Element strides of one tensor, in elements (not bytes). The head dimension is always
+ * contiguous (stride 1). A dimension of extent > 1 needs a stride >= head_dim, or 0 to
+ * broadcast (inputs only); strides of extent-1 dimensions are ignored. */
+typedef struct fajit_strides {
+    int64_t batch;
+    int64_t head;
+    int64_t sequence;
+} fajit_strides;
+
+/* One attention call: o = softmax(scale * q k^T, masked) v per (batch, query head), where
+ * query head h reads key/value head h / (heads_q / heads_kv) (grouped-query attention). */
+typedef struct fajit_attention_args {
+    /* sizeof(fajit_attention_args) as the caller was compiled: catches a header/library
+     * mismatch instead of reading past the caller's struct. */
+    uint32_t struct_size;
+    int32_t dtype;         /* FAJIT_DTYPE_* of q, k, v and o */
+    const void* q;         /* device pointer, [batch, heads_q, len_q, head_dim] by q_strides */
+    const void* k;         /* device pointer, [batch, heads_kv, len_k, head_dim] by k_strides */
+    const void* v;         /* device pointer, [batch, heads_kv, len_k, head_dim] by v_strides */
+    void* o;               /* device pointer, [batch, heads_q, len_q, head_dim] by o_strides; written */
+    /* Optional device pointer to f32 natural-log sum-exp of the scaled scores per query row,
+     * contiguous [batch, heads_q, len_q]; NULL for none. */
+    float* lse;
+    fajit_strides q_strides;
+    fajit_strides k_strides;
+    fajit_strides v_strides;
+    fajit_strides o_strides;
+    /* The shape the caller allocated for lse: must be {batch, heads_q, len_q} when lse is
+     * given, all zero when it is not. */
+    int32_t lse_batch;
+    int32_t lse_heads;
+    int32_t lse_length;
+    int32_t batch;         /* >= 1, at most 65535 */
+    int32_t heads_q;       /* >= 1, at most 65535, a multiple of heads_kv */
+    int32_t heads_kv;      /* >= 1 */
+    int32_t len_q;         /* >= 1 */
+    int32_t len_k;         /* >= 1 */
+    int32_t head_dim;      /* 16..256 in steps of 8 */
+    int32_t causal;        /* FAJIT_CAUSAL_* */
+    float scale;           /* softmax scale, finite; typically 1/sqrt(head_dim) */
+    int32_t device;        /* device ordinal within the backend that runs (CUDA or HIP numbering) */
+} fajit_attention_args;
+
+/* The library's version, e.g. "0.1.0". Never NULL. */
+FAJIT_API const char* fajit_version(void);
+
+/* The message of this thread's last failed call; "" after a successful one. Valid until
+ * this thread's next fa-jit call. Never NULL. */
+FAJIT_API const char* fajit_last_error(void);
+
+/* The enumerator's name, e.g. "FAJIT_ERROR_INVALID_ARGUMENT"; "unknown status" otherwise. */
+FAJIT_API const char* fajit_status_name(fajit_status status);
+
+/* Creates a runtime from the FAJIT_* environment, with settings[0..count) replacing the
+ * variables of the same names (settings may be NULL when count is 0). Needs no GPU: devices
+ * and compilers are looked for on first use. On failure *runtime is set to NULL. */
+FAJIT_API fajit_status fajit_runtime_create(const fajit_setting* settings, size_t count, fajit_runtime** runtime);
+
+/* Destroys a runtime; NULL is allowed. No call on it may be running or follow. */
+FAJIT_API void fajit_runtime_destroy(fajit_runtime* runtime);
+
+/* Compiles each canonical spec (as printed by `fa-jit emit`/`compile`, e.g.
+ * "family=scalar,d=128,dtype=f16,arch=sm_90") into the cache, so first calls do not wait
+ * for the compiler. Stops at the first failure, whose message names the spec's index. */
+FAJIT_API fajit_status fajit_warm(fajit_runtime* runtime, const char* const* specs, size_t count);
+
+/* Runs attention on stream (a hipStream_t or CUstream; NULL: the default stream). The
+ * arguments are checked before anything touches a device. The first call of a shape class
+ * selects the variant, compiles it at most once (or finds it in the cache) and loads it;
+ * a variant that cannot run falls back to the scalar family with one warning in the log,
+ * or fails under FAJIT_STRICT=1. Returns once the launch is queued. */
+FAJIT_API fajit_status fajit_attention(fajit_runtime* runtime, const fajit_attention_args* args, void* stream);
+
+/* Writes the canonical spec fajit_attention runs for args (after any fallback), NUL-
+ * terminated, into buffer[0..size). Prepares the variant as fajit_attention would. A
+ * buffer too small is FAJIT_ERROR_INVALID_ARGUMENT naming the size needed. */
+FAJIT_API fajit_status fajit_selected_variant(fajit_runtime* runtime, const fajit_attention_args* args,
+                                              char* buffer, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FAJIT_FAJIT_H */

@@ -1,0 +1,43 @@
+#include "capi/attention_args.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace fajit::capi {
+namespace {
+
+Strides to_strides(const fajit_strides& strides) { return {strides.batch, strides.head, strides.sequence}; }
+
+}  // namespace
+
+AttentionArgs to_attention_args(const fajit_attention_args* args) {
+    if (!args) throw std::invalid_argument("args=null: a fajit_attention_args is required");
+    if (args->struct_size != sizeof(fajit_attention_args))
+        throw std::invalid_argument("struct_size=" + std::to_string(args->struct_size) + ": expected " +
+                                    std::to_string(sizeof(fajit_attention_args)) +
+                                    " (sizeof(fajit_attention_args)); the caller's fajit.h differs from the library's");
+    AttentionArgs converted;
+    converted.q = args->q;
+    converted.k = args->k;
+    converted.v = args->v;
+    converted.o = args->o;
+    converted.lse = args->lse;
+    converted.lse_shape = {args->lse_batch, args->lse_heads, args->lse_length};
+    converted.dtype = static_cast<DType>(args->dtype);
+    converted.batch = args->batch;
+    converted.heads_q = args->heads_q;
+    converted.heads_kv = args->heads_kv;
+    converted.len_q = args->len_q;
+    converted.len_k = args->len_k;
+    converted.head_dim = args->head_dim;
+    converted.q_strides = to_strides(args->q_strides);
+    converted.k_strides = to_strides(args->k_strides);
+    converted.v_strides = to_strides(args->v_strides);
+    converted.o_strides = to_strides(args->o_strides);
+    converted.scale = args->scale;
+    converted.causal = static_cast<CausalMode>(args->causal);
+    converted.device = args->device;
+    return converted;
+}
+
+}  // namespace fajit::capi

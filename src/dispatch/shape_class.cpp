@@ -1,0 +1,23 @@
+#include "dispatch/shape_class.hpp"
+
+namespace fajit {
+
+QueryLength classify_query_length(int len_q) {
+    if (len_q <= 4) return QueryLength::decode;
+    if (len_q <= 64) return QueryLength::small;
+    return QueryLength::large;
+}
+
+ShapeClass classify(const AttentionArgs& args) {
+    return {args.head_dim, args.dtype, args.causal, classify_query_length(args.len_q)};
+}
+
+std::uint64_t dispatch_key(int device, const ShapeClass& shape) {
+    // check_arguments bounds head_dim to 16..256 and the enums to a few values; the
+    // device ordinal takes the upper 32 bits.
+    return static_cast<std::uint64_t>(static_cast<std::uint32_t>(device)) << 32 |
+           static_cast<std::uint64_t>(shape.head_dim) << 16 | static_cast<std::uint64_t>(shape.dtype) << 8 |
+           static_cast<std::uint64_t>(shape.causal) << 4 | static_cast<std::uint64_t>(shape.query_length);
+}
+
+}  // namespace fajit

@@ -1,0 +1,33 @@
+#pragma once
+// What of an attention call decides its variant: everything the kernel is specialized on
+// plus a coarse class of the query length. Calls with the same class run the same kernel,
+// so the class (with the device) keys the runtime's lock-free function cache.
+#include <cstdint>
+
+#include "fajit/attention.hpp"
+
+namespace fajit {
+
+enum class QueryLength {
+    decode,   // len_q <= 4: a token or a few speculative ones
+    small,    // len_q <= 64
+    large,    // prefill and long chunks
+};
+
+struct ShapeClass {
+    int head_dim = 0;
+    DType dtype = DType::f16;
+    CausalMode causal = CausalMode::none;
+    QueryLength query_length = QueryLength::large;
+
+    bool operator==(const ShapeClass&) const = default;
+};
+
+QueryLength classify_query_length(int len_q);
+// args must have passed check_arguments.
+ShapeClass classify(const AttentionArgs& args);
+
+// Packs (device, shape class) into one integer; distinct inputs give distinct keys.
+std::uint64_t dispatch_key(int device, const ShapeClass&);
+
+}  // namespace fajit

@@ -1,0 +1,175 @@
+// The variant table: which family and tiles each arch class and shape class gets, and how
+// FAJIT_FAMILY, FAJIT_FORCE_FALLBACK and FAJIT_TILE change that. Pure host code.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "dispatch/variant_table.hpp"
+
+using namespace fajit;
+
+namespace {
+
+ShapeClass shape(int head_dim, DType dtype = DType::f16, QueryLength length = QueryLength::large,
+                 CausalMode causal = CausalMode::bottom_right) {
+    return {head_dim, dtype, causal, length};
+}
+
+Options defaults() { return Options{}; }
+
+void check_tile(const KernelSpec& spec, int block_q, int block_k, int waves) {
+    CHECK_MESSAGE(spec.block_q == block_q, to_string(spec));
+    CHECK_MESSAGE(spec.block_k == block_k, to_string(spec));
+    CHECK_MESSAGE(spec.waves == waves, to_string(spec));
+}
+
+}  // namespace
+
+TEST_CASE("the table prefers wmma-gfx11 on gfx11 and ends with scalar for any arch") {
+    const auto table = variant_table();
+    REQUIRE(table.size() >= 2);
+    CHECK(table.front().family == Family::wmma_gfx11);
+    CHECK(table.front().arch_class == "gfx11");
+    CHECK(table.back().family == Family::scalar);
+    for (const char* arch : {"gfx1151", "gfx942:sramecc+:xnack-", "sm_90a", "sm_75"}) CHECK(table.back().runs_on(arch));
+}
+
+TEST_CASE("gfx11: wmma-gfx11 with tiles by head dim and query length, for f16 and bf16") {
+    for (const char* arch : {"gfx1151", "gfx1100", "gfx1101"})
+        for (DType dtype : {DType::f16, DType::bf16})
+            for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right}) {
+                CAPTURE(arch);
+                for (int d : {64, 80, 96, 128}) {
+                    const auto large = select_variant(arch, shape(d, dtype, QueryLength::large, causal), defaults());
+                    CHECK(large.spec.family == Family::wmma_gfx11);
+                    CHECK(large.fallback_reason.empty());
+                    check_tile(large.spec, 64, 64, 4);
+                    check_tile(select_variant(arch, shape(d, dtype, QueryLength::small, causal), defaults()).spec, 32,
+                               64, 2);
+                    check_tile(select_variant(arch, shape(d, dtype, QueryLength::decode, causal), defaults()).spec, 16,
+                               64, 1);
+                }
+                const auto d256 = select_variant(arch, shape(256, dtype, QueryLength::large, causal), defaults());
+                CHECK(d256.spec.family == Family::wmma_gfx11);
+                check_tile(d256.spec, 32, 32, 2);
+                check_tile(select_variant(arch, shape(256, dtype, QueryLength::decode, causal), defaults()).spec, 16,
+                           32, 1);
+            }
+}
+
+TEST_CASE("gfx11: shapes wmma-gfx11 cannot run fall back to scalar, saying why") {
+    const auto f32 = select_variant("gfx1151", shape(128, DType::f32), defaults());
+    CHECK(f32.spec.family == Family::scalar);
+    CHECK_FALSE(f32.forced);
+    CHECK(f32.fallback_reason.find("wmma-gfx11") != std::string::npos);
+    CHECK(f32.fallback_reason.find("dtype=f32") != std::string::npos);
+
+    const auto d72 = select_variant("gfx1151", shape(72), defaults());
+    CHECK(d72.spec.family == Family::scalar);
+    CHECK(d72.fallback_reason.find("d=72") != std::string::npos);
+}
+
+TEST_CASE("NVIDIA and other AMD archs: scalar, with no fallback to report") {
+    for (const char* arch : {"sm_90a", "sm_80", "sm_75", "gfx942:sramecc+:xnack-", "gfx90a", "gfx1030"}) {
+        CAPTURE(arch);
+        const auto selection = select_variant(arch, shape(128), defaults());
+        CHECK(selection.spec.family == Family::scalar);
+        CHECK(selection.fallback_reason.empty());
+        CHECK(selection.spec.rescale_margin == 10.0f);
+        CHECK(selection.spec.arch == arch);
+    }
+}
+
+TEST_CASE("scalar tiles: one-wave blocks and longer key steps for decode; wave size sets the key step") {
+    check_tile(select_variant("sm_90a", shape(128), defaults()).spec, 4, 64, 4);
+    check_tile(select_variant("sm_90a", shape(128, DType::f16, QueryLength::small), defaults()).spec, 4, 64, 4);
+    check_tile(select_variant("sm_90a", shape(128, DType::f16, QueryLength::decode), defaults()).spec, 1, 128, 1);
+    check_tile(select_variant("gfx942:sramecc+:xnack-", shape(64), defaults()).spec, 4, 128, 4);
+    check_tile(select_variant("gfx942:sramecc+:xnack-", shape(64, DType::bf16, QueryLength::decode), defaults()).spec,
+               1, 256, 1);
+}
+
+TEST_CASE("every selection, over all supported shapes and several archs, is a valid spec") {
+    int checked = 0;
+    for (const char* arch : {"gfx1151", "gfx942:sramecc+:xnack-", "gfx90a", "sm_90a", "sm_80"})
+        for (int d = 16; d <= 256; d += 8)
+            for (DType dtype : {DType::f16, DType::bf16, DType::f32})
+                for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right})
+                    for (QueryLength length : {QueryLength::decode, QueryLength::small, QueryLength::large}) {
+                        const auto spec = select_variant(arch, shape(d, dtype, length, causal), defaults()).spec;
+                        CHECK_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
+                        CHECK(spec.head_dim == d);
+                        CHECK(spec.dtype == dtype);
+                        CHECK(spec.causal == causal);
+                        ++checked;
+                    }
+    CHECK(checked == 5 * 31 * 3 * 3 * 3);
+}
+
+TEST_CASE("FAJIT_FAMILY forces a family: wmma-gfx11 runs emulated on NVIDIA, and falls back where it cannot run") {
+    Options options;
+    options.family = Family::wmma_gfx11;
+    const auto emulated = select_variant("sm_90a", shape(128), options);
+    CHECK(emulated.spec.family == Family::wmma_gfx11);
+    CHECK(emulated.fallback_reason.empty());
+
+    const auto cdna = select_variant("gfx942:sramecc+:xnack-", shape(128), options);
+    CHECK(cdna.spec.family == Family::scalar);
+    CHECK(cdna.fallback_reason.find("arch=gfx942") != std::string::npos);
+
+    options.family = Family::scalar;
+    const auto scalar = select_variant("gfx1151", shape(128), options);
+    CHECK(scalar.spec.family == Family::scalar);
+    CHECK(scalar.fallback_reason.empty());
+}
+
+TEST_CASE("FAJIT_FORCE_FALLBACK chooses scalar and marks it as asked for") {
+    Options options;
+    options.force_fallback = true;
+    options.family = Family::wmma_gfx11;
+    const auto selection = select_variant("gfx1151", shape(128), options);
+    CHECK(selection.spec.family == Family::scalar);
+    CHECK(selection.forced);
+    CHECK(selection.fallback_reason.find("FAJIT_FORCE_FALLBACK") != std::string::npos);
+}
+
+TEST_CASE("FAJIT_TILE pins the preferred variant's tiles, refuses ones that do not fit, and spares fallbacks") {
+    Options options;
+    options.tile = {32, 32, 2};
+    check_tile(select_variant("gfx1151", shape(128), options).spec, 32, 32, 2);
+
+    options.tile = {std::nullopt, 128, std::nullopt};
+    check_tile(select_variant("gfx1151", shape(64), options).spec, 64, 128, 4);
+
+    options.tile = {8, std::nullopt, 2};
+    check_tile(select_variant("sm_90a", shape(128), options).spec, 8, 64, 2);
+
+    options.tile = {48, std::nullopt, std::nullopt};
+    CHECK_THROWS_WITH_AS(select_variant("gfx1151", shape(128), options), doctest::Contains("FAJIT_TILE=bq=48"),
+                         InvalidOption);
+
+    // f32 falls back to scalar, which keeps its own tiles rather than the pin meant for wmma-gfx11.
+    options.tile = {64, 64, 4};
+    check_tile(select_variant("gfx1151", shape(128, DType::f32), options).spec, 4, 64, 4);
+}
+
+TEST_CASE("query length classes and dispatch keys") {
+    CHECK(classify_query_length(1) == QueryLength::decode);
+    CHECK(classify_query_length(4) == QueryLength::decode);
+    CHECK(classify_query_length(5) == QueryLength::small);
+    CHECK(classify_query_length(64) == QueryLength::small);
+    CHECK(classify_query_length(65) == QueryLength::large);
+    CHECK(classify_query_length(1 << 30) == QueryLength::large);
+
+    std::set<std::uint64_t> keys;
+    int inputs = 0;
+    for (int device : {0, 1, 7})
+        for (int d = 16; d <= 256; d += 8)
+            for (DType dtype : {DType::f16, DType::bf16, DType::f32})
+                for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right})
+                    for (QueryLength length : {QueryLength::decode, QueryLength::small, QueryLength::large}) {
+                        keys.insert(dispatch_key(device, shape(d, dtype, length, causal)));
+                        ++inputs;
+                    }
+    CHECK(keys.size() == static_cast<std::size_t>(inputs));
+}

@@ -1,0 +1,157 @@
+// Nanoseconds per Runtime::attention() call on its hot path, beside a raw launch of the
+// same kernel, so the difference is what the library adds to a launch.
+//
+//   fajit-bench-dispatch [calls] [threads]          host path on the fake backend (no GPU)
+//   fajit-bench-dispatch --device [calls]           a real device (CUDA), a tiny problem
+//
+// The hot path is: argument checks, shape class, lock-free function-cache lookup,
+// kernel arguments and launch geometry. With several threads each runs its own calls, so
+// contention on the cache would show as a rising time per call.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fajit/runtime.hpp"
+#include "fake_backend.hpp"
+#include "runtime/kernel_arguments.hpp"
+#include "runtime/launch_geometry.hpp"
+#if FAJIT_BENCH_WITH_DEVICE
+#include "support/gpu_memory.hpp"
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Median over rounds of the mean time per call of a round.
+double nanoseconds_per_call(const std::function<void()>& call, long calls, const std::function<void()>& settle) {
+    constexpr int rounds = 7;
+    std::vector<double> means;
+    for (int round = 0; round < rounds; ++round) {
+        settle();
+        const auto start = Clock::now();
+        for (long i = 0; i < calls; ++i) call();
+        settle();
+        means.push_back(std::chrono::duration<double, std::nano>(Clock::now() - start).count() / calls);
+    }
+    std::sort(means.begin(), means.end());
+    return means[rounds / 2];
+}
+
+fajit::AttentionArgs tiny_args(void* q, void* k, void* v, void* o) {
+    fajit::AttentionArgs args;
+    args.q = q;
+    args.k = k;
+    args.v = v;
+    args.o = o;
+    args.batch = args.heads_q = args.heads_kv = args.len_q = args.len_k = 1;
+    args.head_dim = 64;
+    args.dtype = fajit::DType::f16;
+    args.q_strides = args.k_strides = args.v_strides = args.o_strides = {64, 64, 64};
+    args.scale = 0.125f;
+    return args;
+}
+
+void report(const char* where, double attention_ns, double raw_ns, int threads) {
+    std::printf("{\"where\": \"%s\", \"threads\": %d, \"attention_ns_per_call\": %.1f, "
+                "\"raw_launch_ns_per_call\": %.1f, \"overhead_ns_per_call\": %.1f}\n",
+                where, threads, attention_ns, raw_ns, attention_ns - raw_ns);
+}
+
+int run_fake(long calls, int threads) {
+    auto counters = std::make_shared<fajit::FakeBackendCounters>();
+    std::vector<std::unique_ptr<fajit::Backend>> backends;
+    backends.push_back(fajit::make_fake_backend({}, counters));
+    fajit::Backend& backend = *backends.front();
+    fajit::Options options = fajit::Options::from_environment();
+    options.cache_disabled = true;
+    fajit::Runtime runtime(options, std::move(backends));
+
+    alignas(16) static char memory[4][256];
+    const fajit::AttentionArgs args = tiny_args(memory[0], memory[1], memory[2], memory[3]);
+    const fajit::KernelSpec spec = runtime.select(args);
+    const fajit::CompiledKernel compiled = runtime.prepare(spec);
+    const auto raw = backend.load(0, compiled.code, compiled.lowered_name);
+    const auto nothing = [] {};
+
+    std::vector<double> attention(threads), launch(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            attention[t] = nanoseconds_per_call([&] { runtime.attention(args, nullptr); }, calls, nothing);
+            launch[t] = nanoseconds_per_call(
+                [&] {
+                    const fajit::KernelArguments arguments = fajit::make_kernel_arguments(args);
+                    raw->launch(fajit::launch_shape(spec, args), &arguments, sizeof arguments, nullptr);
+                },
+                calls, nothing);
+        });
+    for (auto& thread : pool) thread.join();
+    report("fake backend (host path only)", *std::max_element(attention.begin(), attention.end()),
+           *std::max_element(launch.begin(), launch.end()), threads);
+    return 0;
+}
+
+#if FAJIT_BENCH_WITH_DEVICE
+int run_device(long calls) {
+    using fajit::testing::CudaTestDevice;
+    if (auto reason = CudaTestDevice::unavailable_reason(); !reason.empty()) {
+        std::fprintf(stderr, "fajit-bench-dispatch: %s\n", reason.c_str());
+        return 2;
+    }
+    auto& device = CudaTestDevice::instance();
+    void* buffers[4];
+    for (auto& buffer : buffers) buffer = device.allocate(256);
+    const fajit::AttentionArgs args = tiny_args(buffers[0], buffers[1], buffers[2], buffers[3]);
+
+    fajit::Runtime runtime;
+    const fajit::KernelSpec spec = runtime.select(args);
+    const fajit::CompiledKernel compiled = runtime.prepare(spec);
+    auto backends = fajit::make_backends();
+    std::unique_ptr<fajit::LoadedKernel> raw;
+    for (const auto& backend : backends)
+        if (backend->runtime_unavailable_reason().empty()) {
+            raw = backend->load(0, compiled.code, compiled.lowered_name);
+            break;
+        }
+    const auto settle = [&] { device.synchronize(); };
+    const double attention = nanoseconds_per_call([&] { runtime.attention(args, nullptr); }, calls, settle);
+    const double launch = nanoseconds_per_call(
+        [&] {
+            const fajit::KernelArguments arguments = fajit::make_kernel_arguments(args);
+            if (auto error = raw->launch(fajit::launch_shape(spec, args), &arguments, sizeof arguments, nullptr);
+                !error.empty())
+                std::fprintf(stderr, "raw launch: %s\n", error.c_str());
+        },
+        calls, settle);
+    std::printf("# %s\n", fajit::to_string(spec).c_str());
+    report("device (launch included, queue drained each round)", attention, launch, 1);
+    for (auto* buffer : buffers) device.free(buffer);
+    return 0;
+}
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        if (argc > 1 && std::strcmp(argv[1], "--device") == 0) {
+#if FAJIT_BENCH_WITH_DEVICE
+            return run_device(argc > 2 ? std::atol(argv[2]) : 20000);
+#else
+            std::fprintf(stderr, "fajit-bench-dispatch: built without the device helpers (FAJIT_BUILD_TESTS=OFF)\n");
+            return 1;
+#endif
+        }
+        return run_fake(argc > 1 ? std::atol(argv[1]) : 1000000, argc > 2 ? std::atoi(argv[2]) : 1);
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "fajit-bench-dispatch: %s\n", error.what());
+        return 2;
+    }
+}

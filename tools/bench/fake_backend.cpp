@@ -1,0 +1,81 @@
+#include "fake_backend.hpp"
+
+#include <stdexcept>
+
+#include "spec/arch.hpp"
+
+namespace fajit {
+namespace {
+
+bool contains_any(const std::string& text, const std::vector<std::string>& needles) {
+    for (const auto& needle : needles)
+        if (text.find(needle) != std::string::npos) return true;
+    return false;
+}
+
+class FakeKernel : public LoadedKernel {
+public:
+    explicit FakeKernel(std::shared_ptr<FakeBackendCounters> counters) : counters_(std::move(counters)) {}
+    std::string launch(const LaunchShape&, const void*, std::size_t, void*) override {
+        counters_->launches.fetch_add(1, std::memory_order_relaxed);
+        return {};
+    }
+
+private:
+    std::shared_ptr<FakeBackendCounters> counters_;
+};
+
+class FakeBackend : public Backend {
+public:
+    FakeBackend(FakeBackendConfig config, std::shared_ptr<FakeBackendCounters> counters)
+        : config_(std::move(config)), counters_(std::move(counters)) {}
+
+    std::string_view name() const override { return "fake"; }
+    bool targets(std::string_view arch) const override { return vendor_of(arch) == vendor_of(config_.arch); }
+    std::string compiler_unavailable_reason() const override { return {}; }
+    std::string runtime_unavailable_reason() const override {
+        return config_.device_count > 0 ? std::string() : std::string("the fake backend has no device");
+    }
+    std::string compiler_identity() const override { return "fake-compiler-1"; }
+
+    CompileResult compile(const CompileRequest& request) const override {
+        counters_->compiles.fetch_add(1);
+        CompileResult result;
+        if (contains_any(request.program_name, config_.failing_compiles)) {
+            result.log = request.program_name + ":1:1: error: the fake compiler refuses this family\n"
+                         "second line of the log\n";
+            return result;
+        }
+        result.ok = true;
+        for (char c : request.program_name) result.code.push_back(static_cast<std::byte>(c));
+        result.lowered_names = {request.name_expressions.at(0)};
+        return result;
+    }
+
+    std::vector<DeviceInfo> devices() const override {
+        std::vector<DeviceInfo> found;
+        for (int ordinal = 0; ordinal < config_.device_count; ++ordinal)
+            found.push_back({ordinal, "fake device", config_.arch, 100, 64 * 1024});
+        return found;
+    }
+
+    std::unique_ptr<LoadedKernel> load(int, std::span<const std::byte>,
+                                       const std::string& lowered_name) const override {
+        counters_->loads.fetch_add(1);
+        if (contains_any(lowered_name, config_.failing_loads))
+            throw std::runtime_error("the fake loader refuses " + lowered_name);
+        return std::make_unique<FakeKernel>(counters_);
+    }
+
+private:
+    FakeBackendConfig config_;
+    std::shared_ptr<FakeBackendCounters> counters_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_fake_backend(FakeBackendConfig config, std::shared_ptr<FakeBackendCounters> counters) {
+    return std::make_unique<FakeBackend>(std::move(config), std::move(counters));
+}
+
+}  // namespace fajit

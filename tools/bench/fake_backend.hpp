@@ -1,0 +1,31 @@
+#pragma once
+// A backend with no GPU: it "compiles" by copying the program name, "loads" by
+// remembering it and "launches" by counting. It runs the library's host path (argument
+// checks, selection, fallback, caches) where no device exists, for tests and benchmarks.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+
+namespace fajit {
+
+struct FakeBackendCounters {
+    std::atomic<int> compiles{0};
+    std::atomic<int> loads{0};
+    std::atomic<long long> launches{0};
+};
+
+struct FakeBackendConfig {
+    std::string arch = "sm_90a";   // what its one device reports
+    int device_count = 1;          // 0: the runtime finds no device
+    // A compile or load fails when the program name (fajit_<family>.cu) or the kernel name
+    // contains one of these.
+    std::vector<std::string> failing_compiles;
+    std::vector<std::string> failing_loads;
+};
+
+std::unique_ptr<Backend> make_fake_backend(FakeBackendConfig, std::shared_ptr<FakeBackendCounters>);
+
+}  // namespace fajit
