@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <optional>
-#include <random>
-#include <sstream>
+#include <atomic>
+#include <charconv>
+#include <vector>
 #include <string_view>
 #include <system_error>
 #include <thread>
@@ -34,12 +35,14 @@ std::int64_t now_unix_ns() {
       .count();
 }
 
+// Formatted and parsed without iostreams: the library runs inside host processes
+// (Python with PyTorch, for one) whose global locale state it must not depend on.
 std::string make_owner_record() {
-  thread_local std::mt19937_64 random{std::random_device{}()};
-  std::ostringstream record;
   // The nonce tells apart two locks of one process (several threads, or a recycled path).
-  record << ::getpid() << ' ' << host_name() << ' ' << now_unix_ns() << ' ' << random() << '\n';
-  return record.str();
+  static std::atomic<std::uint64_t> counter{0};
+  const std::uint64_t nonce = counter.fetch_add(1) ^ static_cast<std::uint64_t>(now_unix_ns());
+  return std::to_string(::getpid()) + ' ' + host_name() + ' ' + std::to_string(now_unix_ns()) + ' ' +
+         std::to_string(nonce) + '\n';
 }
 
 struct OwnerRecord {
@@ -49,10 +52,25 @@ struct OwnerRecord {
 };
 
 std::optional<OwnerRecord> parse_owner_record(const std::string& text) {
-  std::istringstream in(text);
+  // "<pid> <host> <created ns> <nonce>\n"
+  std::vector<std::string_view> fields;
+  std::string_view rest(text);
+  while (!rest.empty()) {
+    const auto space = rest.find_first_of(" \n");
+    if (space != 0) fields.push_back(rest.substr(0, space));
+    if (space == std::string_view::npos) break;
+    rest.remove_prefix(space + 1);
+  }
+  if (fields.size() != 4) return std::nullopt;
   OwnerRecord owner;
+  owner.host = std::string(fields[1]);
   std::uint64_t nonce = 0;
-  if (!(in >> owner.pid >> owner.host >> owner.created_unix_ns >> nonce)) return std::nullopt;
+  const auto number = [](std::string_view field, auto& out) {
+    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), out);
+    return ec == std::errc{} && end == field.data() + field.size();
+  };
+  if (!number(fields[0], owner.pid) || !number(fields[2], owner.created_unix_ns) || !number(fields[3], nonce))
+    return std::nullopt;
   return owner;
 }
 
