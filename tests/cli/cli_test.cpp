@@ -1,0 +1,314 @@
+// The fa-jit command-line tool, driven as operators and scripts drive it: real processes,
+// real cache directories, exit codes and --json output.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include "cli_process.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using fajit::cli_test::CliRun;
+using nlohmann::json;
+
+constexpr int exit_usage = 1;
+constexpr int exit_failed = 2;
+
+// The preset warmed for two archs: llama-3 is head dim 128, so gfx1151 gets scalar and
+// wmma-gfx11 and gfx942 scalar only, each in f16/bf16 x no mask/bottom-right.
+const std::vector<std::string> warm_preset_args = {"warm",  "--preset", "llama-3", "--arch", "gfx1151",
+                                                   "--arch", "gfx942",  "--jobs",  "2",      "--json"};
+constexpr std::size_t preset_variants = 12;
+constexpr std::size_t preset_gfx1151_variants = 8;
+
+// Every directory a test makes lives under one root, removed when the tests end.
+struct ScratchRoot {
+    fs::path path = fs::temp_directory_path() / ("fa-jit-cli-test-" + std::to_string(::getpid()));
+    ScratchRoot() { fs::create_directories(path); }
+    ~ScratchRoot() {
+        std::error_code ignored;
+        fs::remove_all(path, ignored);
+    }
+};
+
+fs::path fresh_directory(const std::string& name) {
+    static ScratchRoot root;
+    static int counter = 0;
+    return root.path / (name + "-" + std::to_string(counter++));
+}
+
+CliRun fa_jit(const std::vector<std::string>& args, const std::map<std::string, std::string>& environment = {}) {
+    static const fs::path io = fresh_directory("io");
+    return fajit::cli_test::run_cli(args, io, environment);
+}
+
+std::vector<std::string> with_cache(std::vector<std::string> args, const fs::path& cache) {
+    args.push_back("--cache-dir");
+    args.push_back(cache.string());
+    return args;
+}
+
+json json_of(const CliRun& run) {
+    INFO("stdout: " << run.out);
+    INFO("stderr: " << run.err);
+    json parsed;
+    REQUIRE_NOTHROW(parsed = json::parse(run.out));
+    return parsed;
+}
+
+// The compile tests need HIPRTC, which the CI environment provides; elsewhere they say so and pass.
+bool hip_compiler_available() {
+    static const bool available = [] {
+        const json devices = json_of(fa_jit({"devices", "--json"}));
+        for (const auto& reason : devices["unavailable"])
+            if (reason.get<std::string>().starts_with("hip compiler")) return false;
+        return true;
+    }();
+    if (!available) MESSAGE("HIPRTC is not available here: skipping the compiling part");
+    return available;
+}
+
+struct WarmedCache {
+    fs::path root;
+    CliRun first, second;
+};
+
+// Warmed once into a fresh directory, then warmed again; tests that change a cache use copies.
+const WarmedCache& warmed_cache() {
+    static const WarmedCache warmed = [] {
+        WarmedCache cache;
+        cache.root = fresh_directory("warmed");
+        cache.first = fa_jit(with_cache(warm_preset_args, cache.root));
+        cache.second = fa_jit(with_cache(warm_preset_args, cache.root));
+        return cache;
+    }();
+    return warmed;
+}
+
+fs::path copy_of_warmed_cache() {
+    const fs::path copy = fresh_directory("copy");
+    fs::copy(warmed_cache().root, copy, fs::copy_options::recursive);
+    return copy;
+}
+
+std::vector<fs::path> entry_files(const fs::path& arch_directory) {
+    std::vector<fs::path> files;
+    for (const auto& item : fs::recursive_directory_iterator(arch_directory))
+        if (item.is_regular_file() && item.path().filename().string().size() == 32) files.push_back(item.path());
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+}  // namespace
+
+TEST_CASE("every subcommand answers --help with exit 0") {
+    for (const char* command : {"warm", "ls", "stats", "verify", "prune", "clear", "emit", "compile", "devices"}) {
+        const CliRun run = fa_jit({command, "--help"});
+        INFO(command << ": " << run.err);
+        CHECK(run.exit_code == 0);
+        CHECK(run.out.find("--cache-dir") != std::string::npos);
+        CHECK(run.out.find("--json") != std::string::npos);
+    }
+    const CliRun top = fa_jit({"--help"});
+    CHECK(top.exit_code == 0);
+    CHECK(top.out.find("warm") != std::string::npos);
+}
+
+TEST_CASE("errors of use exit 1 with a message naming the field") {
+    const fs::path cache = fresh_directory("usage");
+    SUBCASE("a bad spec") {
+        const CliRun run = fa_jit(with_cache({"compile", "family=scalar,d=12,dtype=f16,arch=gfx1151"}, cache));
+        CHECK(run.exit_code == exit_usage);
+        CHECK(run.err.find("d=12:") != std::string::npos);
+    }
+    SUBCASE("a bad head dim to warm") {
+        const CliRun run = fa_jit(with_cache({"warm", "--head-dim", "12", "--arch", "gfx1151"}, cache));
+        CHECK(run.exit_code == exit_usage);
+        CHECK(run.err.find("d=12:") != std::string::npos);
+    }
+    SUBCASE("an unknown dtype") {
+        const CliRun run = fa_jit(with_cache({"warm", "--preset", "llama-3", "--dtype", "f8", "--arch", "gfx1151"}, cache));
+        CHECK(run.exit_code == exit_usage);
+        CHECK(run.err.find("dtype=f8:") != std::string::npos);
+    }
+    SUBCASE("a family the arch does not support") {
+        const CliRun run =
+            fa_jit(with_cache({"warm", "--preset", "llama-3", "--family", "wmma-gfx11", "--arch", "gfx942"}, cache));
+        CHECK(run.exit_code == exit_usage);
+        CHECK(run.err.find("arch=gfx942:") != std::string::npos);
+    }
+    SUBCASE("an unknown option") {
+        CHECK(fa_jit({"ls", "--no-such-option"}).exit_code == exit_usage);
+        CHECK(fa_jit({}).exit_code == exit_usage);
+    }
+    SUBCASE("a malformed duration") {
+        const CliRun run = fa_jit(with_cache({"prune", "--older-than", "7 days"}, cache));
+        CHECK(run.exit_code == exit_usage);
+        CHECK(run.err.find("--older-than") != std::string::npos);
+    }
+    CHECK_FALSE(fs::exists(cache / "v1"));
+}
+
+TEST_CASE("warm expands presets, lists and ranges into valid variants") {
+    const fs::path cache = fresh_directory("plan");
+    SUBCASE("a preset on two archs skips the family gfx942 lacks") {
+        const json plan = json_of(fa_jit(with_cache(
+            {"warm", "--preset", "gemma-2", "--arch", "gfx1151,gfx942", "--dry-run", "--json"}, cache)));
+        CHECK(plan["total"] == preset_variants);
+        for (const auto& spec : plan["variants"]) {
+            const std::string text = spec;
+            CHECK(text.find(",d=256,") != std::string::npos);
+            CHECK_FALSE((text.find("wmma-gfx11") != std::string::npos && text.ends_with("gfx942")));
+        }
+    }
+    SUBCASE("a head dim range") {
+        const json plan = json_of(fa_jit(with_cache({"warm", "--head-dim", "64-128:32", "--family", "scalar", "--dtype",
+                                                     "f16", "--causal", "none", "--arch", "gfx1151", "-n", "--json"},
+                                                    cache)));
+        REQUIRE(plan["total"] == 3);
+        CHECK(plan["variants"][0].get<std::string>().starts_with("family=scalar,d=64,"));
+        CHECK(plan["variants"][2].get<std::string>().starts_with("family=scalar,d=128,"));
+    }
+    SUBCASE("a manifest of a spec and a sweep") {
+        const fs::path manifest = cache / "manifest.json";
+        fs::create_directories(cache);
+        std::ofstream(manifest) << R"({"variants": [
+            "family=scalar,d=64,dtype=f16,causal=bottom-right",
+            {"preset": "phi-2", "family": "scalar", "dtype": "bf16", "causal": ["none"], "arch": "gfx942"}]})";
+        const json plan = json_of(fa_jit(
+            with_cache({"warm", "--manifest", manifest.string(), "--arch", "gfx1151", "-n", "--json"}, cache)));
+        REQUIRE(plan["total"] == 2);
+        CHECK(plan["variants"][0] == "family=scalar,d=64,dtype=f16,bq=4,bk=64,waves=4,margin=0,causal=bottom-right,"
+                                     "arch=gfx1151");
+        CHECK(plan["variants"][1] == "family=scalar,d=80,dtype=bf16,bq=4,bk=128,waves=4,margin=10,causal=none,"
+                                     "arch=gfx942");
+
+        std::ofstream(manifest) << R"({"variants": ["family=scalar,d=64,dtype=f16", {"head_dim": 13}]})";
+        const CliRun bad = fa_jit(with_cache({"warm", "--manifest", manifest.string(), "--arch", "gfx1151", "-n"}, cache));
+        CHECK(bad.exit_code == exit_usage);
+        CHECK(bad.err.find("variants[1]: d=13:") != std::string::npos);
+    }
+}
+
+TEST_CASE("warm a preset for gfx1151 and gfx942, then again: everything already cached, and faster") {
+    if (!hip_compiler_available()) return;
+    const WarmedCache& warmed = warmed_cache();
+    INFO("first warm: " << warmed.first.err);
+    REQUIRE(warmed.first.exit_code == 0);
+    const json first = json_of(warmed.first);
+    const json second = json_of(warmed.second);
+    CHECK(first["compiled"] == preset_variants);
+    CHECK(first["cached"] == 0);
+    CHECK(first["failed"] == 0);
+    CHECK(second["compiled"] == 0);
+    CHECK(second["cached"] == preset_variants);
+    CHECK(second["failed"] == 0);
+    CHECK(warmed.second.exit_code == 0);
+    MESSAGE("warm of " << preset_variants << " variants, 2 jobs: " << first["wall_seconds"].get<double>()
+                       << " s compiling, " << second["wall_seconds"].get<double>() << " s from the cache");
+    CHECK(second["wall_seconds"].get<double>() < first["wall_seconds"].get<double>());
+    CHECK(warmed.second.seconds < warmed.first.seconds);
+
+    const CliRun quiet =
+        fa_jit(with_cache({"warm", "--preset", "llama-3", "--arch", "gfx942", "-q"}, copy_of_warmed_cache()));
+    CHECK(quiet.exit_code == 0);
+    CHECK(quiet.err.empty());
+    CHECK(quiet.out.find("already cached  4") != std::string::npos);
+}
+
+TEST_CASE("ls and stats agree with what was warmed") {
+    if (!hip_compiler_available()) return;
+    const fs::path cache = warmed_cache().root;
+    const json entries = json_of(fa_jit(with_cache({"ls", "--json"}, cache)));
+    const json stats = json_of(fa_jit(with_cache({"stats", "--json"}, cache)));
+
+    std::set<std::string> warmed_specs, listed_specs;
+    const json warm_report = json_of(warmed_cache().first);
+    for (const auto& variant : warm_report["variants"]) warmed_specs.insert(variant["spec"].get<std::string>());
+    std::uint64_t listed_bytes = 0;
+    for (const auto& entry : entries) {
+        listed_specs.insert(entry["spec"].get<std::string>());
+        listed_bytes += entry["size"].get<std::uint64_t>();
+        CHECK(entry["spec"].get<std::string>().ends_with("arch=" + entry["arch"].get<std::string>()));
+    }
+    CHECK(listed_specs.size() == preset_variants);
+    CHECK(listed_specs == warmed_specs);
+    CHECK(stats["entries"] == entries.size());
+    CHECK(stats["bytes"] == listed_bytes);
+    CHECK(stats["per_arch"]["gfx1151"]["entries"] == preset_gfx1151_variants);
+    CHECK(stats["per_arch"]["gfx942"]["entries"] == preset_variants - preset_gfx1151_variants);
+    CHECK(stats["counters"]["compiles"] == preset_variants);
+    CHECK(stats["counters"]["hits"] == preset_variants);  // the second warm
+
+    const json wmma_only = json_of(fa_jit(with_cache({"ls", "--json", "--family", "wmma-gfx11"}, cache)));
+    CHECK(wmma_only.size() == preset_gfx1151_variants / 2);
+    const json gfx942_only = json_of(fa_jit(with_cache({"ls", "--json", "--arch", "gfx942"}, cache)));
+    CHECK(gfx942_only.size() == preset_variants - preset_gfx1151_variants);
+}
+
+TEST_CASE("verify finds a corrupted entry, exits 2, and --fix removes it") {
+    if (!hip_compiler_available()) return;
+    const fs::path cache = copy_of_warmed_cache();
+    const auto gfx1151_entries = entry_files(cache / "v1" / "gfx1151");
+    REQUIRE(gfx1151_entries.size() == preset_gfx1151_variants);
+    const fs::path victim = gfx1151_entries.front();
+    {
+        std::fstream file(victim, std::ios::in | std::ios::out | std::ios::binary);
+        file.seekg(-1, std::ios::end);
+        const char last = static_cast<char>(file.get());
+        file.seekp(-1, std::ios::end);
+        file.put(static_cast<char>(last ^ 0x5a));
+    }
+
+    const CliRun found = fa_jit(with_cache({"verify", "--json"}, cache));
+    CHECK(found.exit_code == exit_failed);
+    const json report = json_of(found);
+    CHECK(report["checked"] == preset_variants);
+    REQUIRE(report["bad"].size() == 1);
+    CHECK(report["bad"][0]["path"] == victim.string());
+    CHECK(fs::exists(victim));
+
+    const CliRun fixed = fa_jit(with_cache({"verify", "--fix"}, cache));
+    CHECK(fixed.exit_code == 0);
+    CHECK_FALSE(fs::exists(victim));
+    CHECK(fa_jit(with_cache({"verify"}, cache)).exit_code == 0);
+    const json stats = json_of(fa_jit(with_cache({"stats", "--json"}, cache)));
+    CHECK(stats["entries"] == preset_variants - 1);
+    CHECK(stats["counters"]["corrupt_entries"] == 1);
+}
+
+TEST_CASE("prune to a size limit leaves at most that much; clear leaves nothing") {
+    if (!hip_compiler_available()) return;
+    const fs::path cache = copy_of_warmed_cache();
+    const std::uint64_t before = json_of(fa_jit(with_cache({"stats", "--json"}, cache)))["bytes"];
+    const std::uint64_t limit = before / 2;
+
+    const json pruned = json_of(fa_jit(with_cache({"prune", "--max-size", std::to_string(limit), "--json"}, cache)));
+    const json after = json_of(fa_jit(with_cache({"stats", "--json"}, cache)));
+    CHECK(after["bytes"].get<std::uint64_t>() <= limit);
+    CHECK(after["entries"].get<std::uint64_t>() > 0);
+    CHECK(pruned["removed_entries"].get<std::uint64_t>() + after["entries"].get<std::uint64_t>() == preset_variants);
+
+    const CliRun cleared = fa_jit(with_cache({"clear", "--json"}, cache));
+    CHECK(cleared.exit_code == 0);
+    CHECK(json_of(cleared)["removed_entries"] == after["entries"]);
+    CHECK(json_of(fa_jit(with_cache({"ls", "--json"}, cache))).empty());
+}
+
+TEST_CASE("the cache directory comes from FAJIT_CACHE_DIR when --cache-dir is absent") {
+    if (!hip_compiler_available()) return;
+    const json entries = json_of(fa_jit({"ls", "--json"}, {{"FAJIT_CACHE_DIR", warmed_cache().root.string()}}));
+    CHECK(entries.size() == preset_variants);
+}
+
+TEST_CASE("devices reports every backend's view as JSON") {
+    const json devices = json_of(fa_jit({"devices", "--json"}));
+    CHECK(devices["devices"].is_array());
+    CHECK(devices["unavailable"].is_array());
+    CHECK(devices["devices"].size() + devices["unavailable"].size() > 0);
+}

@@ -1,0 +1,18 @@
+#pragma once
+// Named model families for `fa-jit warm --preset`: each fixes the head dim its models use.
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace fajit::cli {
+
+struct Preset {
+    std::string_view name;
+    int head_dim;
+    std::string_view models;  // which checkpoints share that head dim, for --list-presets
+};
+
+std::span<const Preset> presets();
+std::optional<Preset> find_preset(std::string_view name);
+
+}  // namespace fajit::cli

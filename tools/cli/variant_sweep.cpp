@@ -1,0 +1,159 @@
+#include "variant_sweep.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <functional>
+#include <set>
+
+#include "exit_codes.hpp"
+#include "presets.hpp"
+
+namespace fajit::cli {
+namespace {
+
+constexpr int default_head_dim_step = 8;
+
+struct HeadDim {
+    int value;
+    bool named_alone;  // typed as such rather than produced by a range
+};
+
+struct Candidate {
+    KernelSpec spec;
+    std::string error;  // empty when valid
+};
+
+std::optional<int> parse_int(std::string_view text) {
+    int value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+    return value;
+}
+
+std::vector<HeadDim> parse_head_dims(const std::vector<std::string>& items) {
+    std::vector<HeadDim> dims;
+    for (const std::string& item : items) {
+        if (auto single = parse_int(item)) {
+            dims.push_back({*single, true});
+            continue;
+        }
+        const auto dash = item.find('-');
+        const auto colon = item.find(':');
+        const auto first = parse_int(std::string_view(item).substr(0, dash));
+        const auto last = parse_int(std::string_view(item).substr(dash + 1, colon == std::string::npos
+                                                                                   ? std::string::npos
+                                                                                   : colon - dash - 1));
+        const auto step = colon == std::string::npos ? std::optional<int>(default_head_dim_step)
+                                                     : parse_int(std::string_view(item).substr(colon + 1));
+        if (dash == std::string::npos || !first || !last || !step || *step <= 0 || *first > *last)
+            throw UsageError("d=" + item + ": expected a head dim, a list (64,128) or a range FIRST-LAST[:STEP] "
+                             "(64-128:8)");
+        for (int dim = *first; dim <= *last; dim += *step) dims.push_back({dim, false});
+    }
+    return dims;
+}
+
+template <class Value>
+std::vector<Value> parse_names(const std::vector<std::string>& names, std::optional<Value> (*parse)(std::string_view),
+                               std::string_view field, std::string_view expected, std::vector<Value> defaults) {
+    if (names.empty()) return defaults;
+    std::vector<Value> values;
+    for (const std::string& name : names) {
+        const auto value = parse(name);
+        if (!value) throw UsageError(std::string(field) + "=" + name + ": expected " + std::string(expected));
+        values.push_back(*value);
+    }
+    return values;
+}
+
+std::vector<HeadDim> head_dims_of(const SweepRequest& request) {
+    if (!request.head_dims.empty()) return parse_head_dims(request.head_dims);
+    if (request.preset.empty()) throw UsageError("no head dim: give --head-dim or --preset");
+    const auto preset = find_preset(request.preset);
+    if (!preset) throw UsageError("preset=" + request.preset + ": unknown (fa-jit warm --list-presets lists them)");
+    return {{preset->head_dim, false}};
+}
+
+// A value the user named on its own must give at least one variant; otherwise its
+// validation message (which names the field) is the error.
+void require_variants_for(const std::vector<Candidate>& candidates, const std::set<std::string>& named_values,
+                          const std::function<std::string(const KernelSpec&)>& value_of) {
+    for (const std::string& value : named_values) {
+        const Candidate* first_rejected = nullptr;
+        bool any_valid = false;
+        for (const Candidate& candidate : candidates) {
+            if (value_of(candidate.spec) != value) continue;
+            if (candidate.error.empty()) any_valid = true;
+            else if (!first_rejected) first_rejected = &candidate;
+        }
+        if (!any_valid && first_rejected) throw UsageError(first_rejected->error);
+    }
+}
+
+// The canonical names of values given explicitly; none when the list was left to its default.
+template <class Value>
+std::set<std::string> explicitly_named(const std::vector<std::string>& given, const std::vector<Value>& parsed) {
+    std::set<std::string> names;
+    if (!given.empty())
+        for (const Value value : parsed) names.insert(std::string(to_string(value)));
+    return names;
+}
+
+}  // namespace
+
+std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
+    if (request.archs.empty()) throw UsageError("no arch: give --arch (no local device was found)");
+    const auto head_dims = head_dims_of(request);
+    const auto families = parse_names<Family>(request.families, parse_family, "family", "scalar or wmma-gfx11",
+                                              {Family::scalar, Family::wmma_gfx11});
+    const auto dtypes =
+        parse_names<DType>(request.dtypes, parse_dtype, "dtype", "f16, bf16 or f32", {DType::f16, DType::bf16});
+    const auto causal_modes = parse_names<CausalMode>(request.causal_modes, parse_causal, "causal",
+                                                      "none, top-left or bottom-right",
+                                                      {CausalMode::none, CausalMode::bottom_right});
+
+    std::vector<Candidate> candidates;
+    for (const std::string& arch : request.archs)
+        for (const Family family : families)
+            for (const HeadDim& dim : head_dims)
+                for (const DType dtype : dtypes)
+                    for (const CausalMode causal : causal_modes) {
+                        KernelSpec spec;
+                        spec.family = family;
+                        spec.arch = arch;
+                        spec.head_dim = dim.value;
+                        spec = with_family_defaults(spec);
+                        spec.dtype = dtype;
+                        spec.causal = causal;
+                        spec.rescale_margin = request.margin.value_or(default_warm_margin);
+                        if (request.block_q) spec.block_q = *request.block_q;
+                        if (request.block_k) spec.block_k = *request.block_k;
+                        if (request.waves) spec.waves = *request.waves;
+                        std::string error = validate(spec);
+                        if (!error.empty()) spdlog::debug("skipping {}: {}", to_string(spec), error);
+                        candidates.push_back({std::move(spec), std::move(error)});
+                    }
+
+    // Archs and every list given explicitly are checked; defaults and ranges may skip.
+    require_variants_for(candidates, {request.archs.begin(), request.archs.end()},
+                         [](const KernelSpec& spec) { return spec.arch; });
+    std::set<std::string> named_dims;
+    for (const HeadDim& dim : head_dims)
+        if (dim.named_alone) named_dims.insert(std::to_string(dim.value));
+    require_variants_for(candidates, named_dims, [](const KernelSpec& spec) { return std::to_string(spec.head_dim); });
+    require_variants_for(candidates, explicitly_named(request.families, families),
+                         [](const KernelSpec& spec) { return std::string(to_string(spec.family)); });
+    require_variants_for(candidates, explicitly_named(request.dtypes, dtypes),
+                         [](const KernelSpec& spec) { return std::string(to_string(spec.dtype)); });
+    require_variants_for(candidates, explicitly_named(request.causal_modes, causal_modes),
+                         [](const KernelSpec& spec) { return std::string(to_string(spec.causal)); });
+
+    std::vector<KernelSpec> specs;
+    for (Candidate& candidate : candidates)
+        if (candidate.error.empty()) specs.push_back(std::move(candidate.spec));
+    if (specs.empty()) throw UsageError(candidates.front().error);
+    return specs;
+}
+
+}  // namespace fajit::cli

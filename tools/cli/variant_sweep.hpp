@@ -1,0 +1,34 @@
+#pragma once
+// Turns what an operator asks to warm (archs x families x head dims x dtypes x causal modes,
+// plus tile settings) into the list of valid KernelSpecs. Shared by warm's flags and the
+// sweeps of a manifest, so both accept exactly the same values.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fajit/kernel_spec.hpp"
+
+namespace fajit::cli {
+
+// What Runtime::select() uses, so warmed kernels are the ones attention() asks for.
+inline constexpr float default_warm_margin = 10.0f;
+
+// Values as typed: names, numbers and head dim ranges ("64-128:8", step 8 when omitted).
+struct SweepRequest {
+    std::vector<std::string> archs;         // full target names; must not be empty
+    std::string preset;                     // supplies the head dim when head_dims is empty
+    std::vector<std::string> families;      // empty: every family valid for each arch
+    std::vector<std::string> head_dims;
+    std::vector<std::string> dtypes;        // empty: f16 and bf16
+    std::vector<std::string> causal_modes;  // empty: none and bottom-right
+    std::optional<float> margin;            // empty: default_warm_margin
+    std::optional<int> block_q, block_k, waves;  // empty: the family's defaults
+};
+
+// Every valid combination, in a stable order. Combinations a spec validation rejects (say
+// wmma-gfx11 on gfx942) are skipped and logged at debug level. Throws UsageError, with the
+// validation message naming the field, when a value named on its own (not produced by a
+// range or a default) is valid for no arch and family, or when nothing valid remains.
+std::vector<KernelSpec> expand_sweep(const SweepRequest& request);
+
+}  // namespace fajit::cli
