@@ -282,3 +282,81 @@ FAJIT_DEVICE fa_tile_ab fa_tile_c_to_b(const fa_tile_c& c) {
     }
     return out;
 }
+
+// ---- NVIDIA sm_80+ primitives: mma.sync, ldmatrix, cp.async ----------------------
+// Thin wrappers over PTX for kernels that drive the tensor cores directly (mma-sm80).
+// Shared-memory operands are 32-bit shared-window addresses, as the PTX takes them.
+#if FAJIT_NVIDIA
+FAJIT_DEVICE unsigned int fa_sm80_shared_address(const void* pointer) {
+    return static_cast<unsigned int>(__cvta_generic_to_shared(pointer));
+}
+
+// Copies 16 bytes global -> shared without staging in registers. src_bytes < 16
+// zero-fills the rest (0: the whole chunk), which is how rows past the end become
+// zeros instead of whatever memory follows the tensor.
+FAJIT_DEVICE void fa_sm80_cp_async16(unsigned int shared, const void* global, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared), "l"(global), "r"(src_bytes)
+                 : "memory");
+}
+FAJIT_DEVICE void fa_sm80_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most `pending` committed groups of this thread are still in flight.
+template <int pending> FAJIT_DEVICE void fa_sm80_cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+
+FAJIT_DEVICE void fa_sm80_store_shared_u16(unsigned int shared, unsigned short value) {
+    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(shared), "h"(value) : "memory");
+}
+
+// Four 8x8 matrices of 16-bit elements; lanes 8i..8i+7 give the row addresses of
+// matrix i, and register i receives matrix i: lane l holds row l/4, columns 2(l%4)
+// and 2(l%4)+1 (low half first). The .trans form holds rows 2(l%4), 2(l%4)+1 of
+// column l/4 instead, i.e. the transposed matrix.
+FAJIT_DEVICE void fa_sm80_ldmatrix_x4(unsigned int (&r)[4], unsigned int shared) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared));
+}
+FAJIT_DEVICE void fa_sm80_ldmatrix_x4_trans(unsigned int (&r)[4], unsigned int shared) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared));
+}
+
+// d += a * b for a 16x16 A (row-major fragment) and a 16x8 B (column fragment), f32
+// accumulation. With g = lane/4 and t = lane%4:
+//   a[0]: A[g][2t..2t+1]   a[1]: A[g+8][2t..2t+1]   a[2]: A[g][2t+8..]   a[3]: A[g+8][2t+8..]
+//   b[0]: B[2t..2t+1][g]   b[1]: B[2t+8..2t+9][g]
+//   d[0..1]: D[g][2t..2t+1]                          d[2..3]: D[g+8][2t..2t+1]
+template <class T>
+FAJIT_DEVICE void fa_sm80_mma_m16n8k16(float (&d)[4], const unsigned int (&a)[4], unsigned int b0, unsigned int b1) {
+    static_assert(sizeof(T) == 2, "mma operands are 16-bit");
+    if constexpr (fa_same_type<T, fa_bf16>::value)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats rounded to nearest into one register of T pairs, lo in the low half.
+template <class T> FAJIT_DEVICE unsigned int fa_sm80_pack2(float lo, float hi) {
+    unsigned int packed;
+    if constexpr (fa_same_type<T, fa_bf16>::value)
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));
+    else
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));
+    return packed;
+}
+
+// 2^x in one MUFU instruction; 2^-inf = 0, which masked scores rely on.
+FAJIT_DEVICE float fa_sm80_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+#endif

@@ -14,6 +14,7 @@ FamilyTemplate template_of(Family family) {
     switch (family) {
         case Family::scalar: return {"fa_scalar.h", "fa_scalar"};
         case Family::wmma_gfx11: return {"fa_wmma_gfx11.h", "fa_wmma_gfx11"};
+        case Family::mma_sm80: return {"fa_mma_sm80.h", "fa_mma_sm80"};
     }
     return {"", ""};
 }

@@ -16,6 +16,15 @@ unsigned family_shared_bytes(const KernelSpec& spec) {
             const unsigned q_rows = spec.head_dim > 128 ? 16u * static_cast<unsigned>(spec.waves) : 0u;
             return 2u * (k * (d + 8) + d * (k + 8) + q_rows * (d + 8));
         }
+        case Family::mma_sm80: {
+            // Mirrors fa_mma_layout in kernel_templates/fa_mma_sm80.h: Q plus `stages`
+            // K and V buffers; rows of d/8 16-byte chunks plus one chunk of padding.
+            const unsigned row_bytes = 16u * (static_cast<unsigned>(spec.head_dim) / 8u + 1u);
+            const unsigned stages = spec.head_dim <= 64 ? 3u : 2u;
+            const unsigned block_q = static_cast<unsigned>(spec.block_q);
+            const unsigned block_k = static_cast<unsigned>(spec.block_k);
+            return row_bytes * (block_q + 2u * stages * block_k);
+        }
     }
     return 0;
 }
@@ -31,6 +40,7 @@ LaunchShape launch_shape(const KernelSpec& spec, const AttentionArgs& args) {
     // is dynamic, since more than 48 KiB must be, and sized here.
     if (spec.family == Family::wmma_gfx11 && vendor_of(spec.arch) == Vendor::nvidia)
         shape.shared_bytes = family_shared_bytes(spec);
+    if (spec.family == Family::mma_sm80) shape.shared_bytes = family_shared_bytes(spec);
     return shape;
 }
 

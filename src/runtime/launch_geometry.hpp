@@ -8,7 +8,7 @@ namespace fajit {
 LaunchShape launch_shape(const KernelSpec&, const AttentionArgs&);
 
 // Shared memory (LDS) a family's kernel uses, whether declared statically or launched
-// as dynamic shared memory; validation keeps it within 64 KiB.
+// as dynamic shared memory; validation keeps it within the target's limit.
 unsigned family_shared_bytes(const KernelSpec&);
 
 }  // namespace fajit

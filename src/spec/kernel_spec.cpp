@@ -27,7 +27,7 @@ std::string_view name_of(const std::pair<Enum, std::string_view> (&table)[N], En
 }
 
 constexpr std::pair<Family, std::string_view> family_names[] = {
-    {Family::scalar, "scalar"}, {Family::wmma_gfx11, "wmma-gfx11"}};
+    {Family::scalar, "scalar"}, {Family::wmma_gfx11, "wmma-gfx11"}, {Family::mma_sm80, "mma-sm80"}};
 constexpr std::pair<DType, std::string_view> dtype_names[] = {
     {DType::f16, "f16"}, {DType::bf16, "bf16"}, {DType::f32, "f32"}};
 constexpr std::pair<CausalMode, std::string_view> causal_names[] = {
@@ -90,6 +90,57 @@ std::string validate_wmma_gfx11(const KernelSpec& spec) {
     return {};
 }
 
+// The SM number of an NVIDIA target ("sm_90a" -> 90), 0 when it has none.
+int sm_version(std::string_view arch) {
+    int sm = 0;
+    if (vendor_of(arch) == Vendor::nvidia) std::from_chars(arch.data() + 3, arch.data() + arch.size(), sm);
+    return sm;
+}
+
+// Opt-in shared memory per block by SM (CUDA programming guide, compute capabilities):
+// the data-center parts (8.0, 8.7, 9.0, 10.x) have far more than the consumer ones.
+unsigned nvidia_shared_limit(int sm) {
+    if (sm == 80 || sm == 87) return 163u * 1024u;
+    if (sm >= 90 && sm < 120) return 227u * 1024u;
+    return 99u * 1024u;
+}
+
+std::string validate_mma_sm80(const KernelSpec& spec) {
+    const int d = spec.head_dim;
+    const int sm = sm_version(spec.arch);
+    if (sm < 80)
+        return field_error("arch", spec.arch, "family mma-sm80 needs an NVIDIA target sm_80 or later");
+    if (d != 64 && d != 80 && d != 96 && d != 128 && d != 256)
+        return field_error("d", std::to_string(d), "family mma-sm80 supports head dims 64, 80, 96, 128, 256");
+    if (spec.dtype == DType::f32) return field_error("dtype", "f32", "family mma-sm80 supports f16 and bf16");
+    if (spec.waves != 1 && spec.waves != 2 && spec.waves != 4 && spec.waves != 8)
+        return field_error("waves", std::to_string(spec.waves), "must be 1, 2, 4 or 8");
+    if (spec.block_q != 16 * spec.waves && spec.block_q != 32 * spec.waves)
+        return field_error("bq", std::to_string(spec.block_q),
+                           "family mma-sm80 needs 16 or 32 query rows per warp (" + std::to_string(16 * spec.waves) +
+                               " or " + std::to_string(32 * spec.waves) + ")");
+    if (spec.block_k < 16 || spec.block_k % 16 != 0 || spec.block_k > 128)
+        return field_error("bk", std::to_string(spec.block_k), "family mma-sm80 needs a multiple of 16, at most 128");
+    // Each lane holds rows/warp * (d + bk) / 32 f32 accumulators (O and S). At 192
+    // (32 rows, d=128, bk=64) ptxas already spills; 160 compiles clean at every head dim
+    // (tools/tiles/mma_sm80.md lists the register counts).
+    const int accumulators = spec.block_q / spec.waves * (d + spec.block_k) / 32;
+    if (accumulators > 160)
+        return field_error("bk", std::to_string(spec.block_k),
+                           "family mma-sm80 would hold " + std::to_string(accumulators) +
+                               " accumulators per lane (at most 160): use fewer rows per warp or a smaller bk");
+    // P is rounded to the input type for the P.V product; f16 overflows past exp(11.09).
+    if (spec.dtype == DType::f16 && spec.rescale_margin > 11.0f)
+        return field_error("margin", format_float(spec.rescale_margin),
+                           "with dtype f16 the margin must be at most 11 so exp(margin) fits in f16");
+    if (const unsigned bytes = family_shared_bytes(spec), limit = nvidia_shared_limit(sm); bytes > limit)
+        return field_error("bk", std::to_string(spec.block_k),
+                           "family mma-sm80 needs " + std::to_string(bytes) + " bytes of shared memory at d=" +
+                               std::to_string(d) + " (" + spec.arch + " allows " + std::to_string(limit) +
+                               "): choose a smaller bq or bk");
+    return {};
+}
+
 }  // namespace
 
 std::string_view to_string(Family value) { return name_of(family_names, value); }
@@ -122,6 +173,7 @@ std::string validate(const KernelSpec& spec) {
     switch (spec.family) {
         case Family::scalar: return validate_scalar(spec);
         case Family::wmma_gfx11: return validate_wmma_gfx11(spec);
+        case Family::mma_sm80: return validate_mma_sm80(spec);
     }
     return "family: unknown value";
 }
@@ -139,6 +191,25 @@ KernelSpec with_family_defaults(KernelSpec spec) {
             spec.block_q = 16 * spec.waves;
             spec.block_k = spec.head_dim > 128 ? 32 : 64;
             break;
+        case Family::mma_sm80: {
+            // The tile table; tools/tiles/mma_sm80.md records the candidates and timings.
+            // Up to d=96, 4 warps of 32 rows with 64-key steps. From d=128 the registers
+            // allow 32 rows only with 32-key steps, and on the H200 8 warps of 16 rows with
+            // long key steps (fewer barriers and softmax passes per key) measured faster;
+            // they need an sm_90-class part's 227 KiB of shared memory, so other targets
+            // (sm_80 included) keep the narrow tiles.
+            spec.waves = 4;
+            spec.block_q = spec.head_dim > 128 ? 64 : 128;
+            spec.block_k = spec.head_dim >= 128 ? 32 : 64;
+            if (spec.head_dim >= 128) {
+                KernelSpec wide = spec;
+                wide.waves = 8;
+                wide.block_q = 128;
+                wide.block_k = spec.head_dim > 128 ? 64 : 128;
+                if (family_shared_bytes(wide) <= nvidia_shared_limit(sm_version(spec.arch))) spec = wide;
+            }
+            break;
+        }
     }
     return spec;
 }
@@ -161,7 +232,8 @@ SpecParseResult parse_spec(std::string_view text) {
 
     KernelSpec spec;
     const auto family = parse_family(fields["family"]);
-    if (!family) return {std::nullopt, field_error("family", fields["family"], "expected scalar or wmma-gfx11")};
+    if (!family)
+        return {std::nullopt, field_error("family", fields["family"], "expected scalar, wmma-gfx11 or mma-sm80")};
     spec.family = *family;
     spec.arch = fields["arch"];
     // Tile defaults may depend on the head dim, so it is read first.

@@ -1,0 +1,374 @@
+// fa_mma_sm80: flash attention on NVIDIA tensor cores through mma.sync (sm_80 and
+// later), in the FlashAttention-2 arrangement: a block owns Spec::block_q query rows,
+// each warp owns block_q / waves of them (16 or 32: one or two m16 row tiles), and
+// the block walks the keys in steps of Spec::block_k, never leaving registers with
+// the scores, the probabilities or the output.
+//
+// Per key step, for each warp (g = lane/4 and t = lane%4 as in the mma fragments):
+//   S  = Q K^T    A = Q (ldmatrix of Q rows), B = K^T (ldmatrix of K rows: a K row is
+//                 a column of K^T, which is the B fragment's non-transposed layout).
+//                 Lane (g, t) holds rows g and g+8 of each row tile, keys 2t, 2t+1 of
+//                 each 8-key tile: a row's scores live in one quad of lanes.
+//   P  = exp2(S - frame), rounded to the input type. The S accumulator of two
+//                 adjacent 8-key tiles is exactly the A fragment of one 16-key slice
+//                 of P, so P goes to the next product with no data movement.
+//   O += P V      B = V (ldmatrix.trans of V rows). O's rows are the lane's own rows
+//                 g and g+8, so rescaling O is a per-lane multiply in registers.
+//
+// Rescale margin (DESIGN section 7): each row keeps a frame f (log2 units). For a step
+// whose row maximum mb exceeds f + margin, f moves to mb and O and the running sum
+// are scaled by exp2(f - mb); otherwise P = exp2(S - f) stays below exp(margin).
+// A warp in which no row moves skips the O rescale entirely, which is what a margin
+// buys: once a row's largest scores have been seen, later steps rarely move it.
+//
+// Shared memory (dynamic; bytes computed the same way in launch_geometry.cpp):
+//   Q        block_q rows, loaded once;
+//   K, V     `stages` buffers of block_k rows each, filled by cp.async: while the
+//            block computes step j, steps j+1 .. j+stages-1 are in flight.
+// A row of D elements is D/8 16-byte chunks, stored with one chunk of padding: the row
+// pitch is then an odd multiple of 16 bytes, so the 8 rows one ldmatrix phase reads
+// (same chunk of 8 consecutive rows) start in 8 distinct 16-byte bank groups and every
+// ldmatrix is conflict-free. An XOR swizzle (chunk ^ row % 8) would save the padding,
+// but its addresses cannot fold into immediate offsets: at d=128 with 16-row warps
+// ptxas needed about 40 more registers for the XOR-ed offsets (it spilled under a
+// 168-register cap the padded layout met), while the skewed pitch makes every
+// fragment address a lane base plus a constant.
+//
+// Causal masks are applied only on steps that reach past the first row's visible
+// keys; a step no row of a warp can see is skipped by that warp. Rows that see no key
+// at all (Lq > Lk under bottom-right) output zeros and LSE -inf, as in fa_scalar.
+//
+// Loads use cp.async when the tensors are 16-byte aligned (base pointers, and strides
+// multiples of 8 elements); otherwise a slower synchronous path copies the same
+// chunks element by element, so any layout the library accepts runs correctly.
+
+template <class Spec>
+struct fa_mma_layout {
+    static constexpr int chunks = Spec::head_dim / 8;  // 16-byte chunks per row
+    static constexpr int row_chunks = chunks + 1;
+    // Head dim 64 tiles are small enough for a third buffer at two blocks per SM.
+    static constexpr int stages = Spec::head_dim <= 64 ? 3 : 2;
+    static constexpr int q_bytes = Spec::block_q * row_chunks * 16;
+    static constexpr int kv_bytes = Spec::block_k * row_chunks * 16;
+    static constexpr int bytes = q_bytes + 2 * stages * kv_bytes;
+
+    static FAJIT_DEVICE unsigned int offset(int row, int chunk) {
+        return static_cast<unsigned int>(row * row_chunks + chunk) * 16u;
+    }
+};
+
+// Copies one 16-byte chunk, or zeros when the row is past the end. Without 16-byte
+// alignment cp.async would fault, so such tensors take element-wise copies instead,
+// one element at a time: that path holds no registers the fast path would miss.
+template <class T>
+FAJIT_DEVICE void fa_mma_copy_chunk(unsigned int target, const T* source, bool valid, bool aligned) {
+    if (aligned) {
+        fa_sm80_cp_async16(target, source, valid ? 16 : 0);
+    } else {
+#pragma unroll 1
+        for (int e = 0; e < 8; ++e) fa_sm80_store_shared_u16(target + 2 * e, valid ? source[e].bits : 0);
+    }
+}
+
+// Copies `rows` rows of head_dim elements from each of `count` tensors (rows past
+// `valid_rows` as zeros) into shared tiles `tile[i]`. Each thread owns one 16-byte
+// column of the rows and walks down them with stepped addresses, a few instructions
+// per copy; the loop stays rolled, since it runs while the O accumulator holds half
+// the registers and unrolled its hoisted addresses pushed the kernel into spilling.
+template <class Spec, int rows, int count>
+FAJIT_DEVICE void fa_mma_load_rows(const unsigned int (&tile)[count],
+                                   const typename Spec::element* const (&first)[count],
+                                   const long long (&row_stride)[count], int valid_rows, bool aligned) {
+    using layout = fa_mma_layout<Spec>;
+    constexpr int rows_per_pass = Spec::waves * 32 / layout::chunks;  // leftover threads idle
+    const int my_row = static_cast<int>(threadIdx.x) / layout::chunks;
+    const int chunk = static_cast<int>(threadIdx.x) % layout::chunks;
+    if (my_row >= rows_per_pass) return;
+    const unsigned int offset = layout::offset(my_row, chunk);
+    long long element_offset[count];
+#pragma unroll
+    for (int c = 0; c < count; ++c) element_offset[c] = my_row * row_stride[c] + chunk * 8;
+#pragma unroll 1
+    for (int row = my_row, pass = 0; row < rows; row += rows_per_pass, ++pass) {
+        const bool valid = row < valid_rows;
+#pragma unroll
+        for (int c = 0; c < count; ++c) {
+            fa_mma_copy_chunk(tile[c] + offset + pass * layout::offset(rows_per_pass, 0),
+                              first[c] + (valid ? element_offset[c] : 0), valid, aligned);
+            element_offset[c] += rows_per_pass * row_stride[c];
+        }
+    }
+}
+
+FAJIT_DEVICE bool fa_mma_aligned(const void* pointer, const long long (&stride)[3]) {
+    return (reinterpret_cast<unsigned long long>(pointer) % 16 == 0) && stride[0] % 8 == 0 && stride[1] % 8 == 0 &&
+           stride[2] % 8 == 0;
+}
+
+template <class Spec>
+__global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / Spec::waves)
+    fa_mma_sm80(fa_params p) {
+    using element = typename Spec::element;
+    using layout = fa_mma_layout<Spec>;
+    constexpr int head_dim = Spec::head_dim;
+    constexpr int block_q = Spec::block_q;
+    constexpr int block_k = Spec::block_k;
+    constexpr int stages = layout::stages;
+    constexpr int warp_rows = block_q / Spec::waves;
+    constexpr int m_tiles = warp_rows / 16;     // 16-row tiles per warp
+    constexpr int dim_slices = head_dim / 16;   // k steps of Q K^T
+    constexpr int dim_tiles = head_dim / 8;     // 8-column tiles of O
+    constexpr int key_tiles = block_k / 8;      // 8-column tiles of S
+    constexpr int key_slices = block_k / 16;    // k steps of P V
+    // Q as A fragments costs m_tiles * head_dim / 4 registers per lane; beyond 32 it
+    // would crowd the O accumulator, so it is read again from shared memory each step.
+    constexpr bool q_in_registers = m_tiles * head_dim <= 128;
+    constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
+
+    extern __shared__ __align__(128) unsigned char fa_mma_shared[];
+    const unsigned int shared = fa_sm80_shared_address(fa_mma_shared);
+    const unsigned int q_tile = shared;
+    const auto k_tile = [&](int stage) { return shared + layout::q_bytes + 2u * stage * layout::kv_bytes; };
+    const auto v_tile = [&](int stage) { return k_tile(stage) + layout::kv_bytes; };
+
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    const int g = lane / 4;
+    const int t = lane % 4;
+    // Under a causal mask the last query tiles see the most keys: launching them first
+    // keeps the longest blocks off the end of the grid.
+    const int row0 = (static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x)) * block_q;
+    const int head = blockIdx.y;
+    const int batch = blockIdx.z;
+    const int kv_head = head / (p.heads_q / p.heads_kv);
+
+    const element* q = static_cast<const element*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[1];
+    const element* k = static_cast<const element*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[1];
+    const element* v = static_cast<const element*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
+    const bool aligned = fa_mma_aligned(p.q, p.q_stride) && fa_mma_aligned(p.k, p.k_stride) &&
+                         fa_mma_aligned(p.v, p.v_stride);
+
+    const int rows_here = min(block_q, p.len_q - row0);
+    const int key_end = fa_visible_keys(Spec::causal, row0 + rows_here - 1, p.len_q, p.len_k);
+    const int unmasked_end = fa_visible_keys(Spec::causal, row0, p.len_q, p.len_k);  // every row sees these
+    const int steps = (key_end + block_k - 1) / block_k;
+    const int warp_row0 = row0 + warp * warp_rows;
+    const int warp_key_end =
+        warp_row0 < p.len_q ? fa_visible_keys(Spec::causal, min(warp_row0 + warp_rows, p.len_q) - 1, p.len_q, p.len_k)
+                            : 0;
+
+    const auto load_step = [&](int step) {
+        const int key0 = step * block_k;
+        const int stage = step % stages;
+        fa_mma_load_rows<Spec, block_k, 2>({k_tile(stage), v_tile(stage)},
+                                           {k + key0 * p.k_stride[2], v + key0 * p.v_stride[2]},
+                                           {p.k_stride[2], p.v_stride[2]}, p.len_k - key0, aligned);
+    };
+    fa_mma_load_rows<Spec, block_q, 1>({q_tile}, {q + row0 * p.q_stride[2]}, {p.q_stride[2]}, rows_here, aligned);
+    // One commit group per step (empty past the end) so wait_group counts steps.
+#pragma unroll
+    for (int step = 0; step < stages - 1; ++step) {
+        if (step < steps) load_step(step);
+        fa_sm80_cp_async_commit();
+    }
+
+    // This lane's rows: g and g+8 of each of its row tiles.
+    float frame[m_tiles][2];
+    float sum[m_tiles][2];
+    float out[m_tiles][dim_tiles][4];
+#pragma unroll
+    for (int m = 0; m < m_tiles; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            frame[m][h] = fa_neg_inf();
+            sum[m][h] = 0.0f;
+        }
+#pragma unroll
+    for (int m = 0; m < m_tiles; ++m)
+#pragma unroll
+        for (int n = 0; n < dim_tiles; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) out[m][n][e] = 0.0f;
+
+    // ldmatrix row addresses: lane l serves row l%8 of matrix l/8.
+    const int matrix = lane / 8;
+    const int matrix_row = lane % 8;
+    const auto q_fragment = [&](unsigned int (&a)[4], int m, int slice) {
+        // Matrices: rows 0-7 / 8-15 of the row tile (bit 0), dims +0 / +8 (bit 1).
+        const int row = warp * warp_rows + 16 * m + 8 * (matrix % 2) + matrix_row;
+        fa_sm80_ldmatrix_x4(a, q_tile + layout::offset(row, 2 * slice + matrix / 2));
+    };
+    unsigned int q_registers[q_in_registers ? m_tiles : 1][q_in_registers ? dim_slices : 1][4];
+
+    const float scale_log2 = p.scale * FAJIT_LOG2E;
+    for (int step = 0; step < steps; ++step) {
+        fa_sm80_cp_async_wait<stages - 2>();
+        __syncthreads();  // step's tiles visible to all; the buffer refilled below is free
+        if (step + stages - 1 < steps) load_step(step + stages - 1);
+        fa_sm80_cp_async_commit();
+
+        if constexpr (q_in_registers)
+            if (step == 0)
+#pragma unroll
+                for (int m = 0; m < m_tiles; ++m)
+#pragma unroll
+                    for (int slice = 0; slice < dim_slices; ++slice) q_fragment(q_registers[m][slice], m, slice);
+
+        const int key0 = step * block_k;
+        if (key0 >= warp_key_end) continue;  // no row of this warp sees these keys
+        const unsigned int k_stage = k_tile(step % stages);
+        const unsigned int v_stage = v_tile(step % stages);
+
+        float score[m_tiles][key_tiles][4];
+#pragma unroll
+        for (int m = 0; m < m_tiles; ++m)
+#pragma unroll
+            for (int n = 0; n < key_tiles; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) score[m][n][e] = 0.0f;
+
+#pragma unroll(q_in_registers ? dim_slices : 1)
+        for (int slice = 0; slice < dim_slices; ++slice) {
+            unsigned int a[m_tiles][4];
+#pragma unroll
+            for (int m = 0; m < m_tiles; ++m) {
+                if constexpr (q_in_registers)
+                    for (int r = 0; r < 4; ++r) a[m][r] = q_registers[m][slice][r];
+                else
+                    q_fragment(a[m], m, slice);
+            }
+#pragma unroll
+            for (int n = 0; n < key_tiles; n += 2) {
+                // Matrices: keys of tile n / n+1 (bit 1), dims +0 / +8 (bit 0).
+                unsigned int b[4];
+                fa_sm80_ldmatrix_x4(b, k_stage + layout::offset(8 * n + 8 * (matrix / 2) + matrix_row,
+                                                                2 * slice + matrix % 2));
+#pragma unroll
+                for (int m = 0; m < m_tiles; ++m) {
+                    fa_sm80_mma_m16n8k16<element>(score[m][n], a[m], b[0], b[1]);
+                    fa_sm80_mma_m16n8k16<element>(score[m][n + 1], a[m], b[2], b[3]);
+                }
+            }
+        }
+
+        // Scores to log2 units; keys a row may not see become -inf (only on steps that
+        // reach past the keys every row of the block sees). The row's limit is
+        // recomputed rather than kept: registers are what this kernel is short of.
+        const bool masked = key0 + block_k > unmasked_end;
+        float step_max[m_tiles][2];
+#pragma unroll
+        for (int m = 0; m < m_tiles; ++m)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int visible =
+                    masked ? fa_visible_keys(Spec::causal, warp_row0 + 16 * m + g + 8 * h, p.len_q, p.len_k) : 0;
+                float largest = fa_neg_inf();
+#pragma unroll
+                for (int n = 0; n < key_tiles; ++n)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        float s = score[m][n][2 * h + e] * scale_log2;
+                        if (masked && key0 + 8 * n + 2 * t + e >= visible) s = fa_neg_inf();
+                        score[m][n][2 * h + e] = s;
+                        largest = fmaxf(largest, s);
+                    }
+                largest = fmaxf(largest, fa_shuffle_xor(largest, 1));  // the quad holding the row
+                step_max[m][h] = fmaxf(largest, fa_shuffle_xor(largest, 2));
+            }
+
+        // Deferred rescale: the frame moves only past the margin.
+        float correction[m_tiles][2];
+        bool any_moved = false;
+#pragma unroll
+        for (int m = 0; m < m_tiles; ++m)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                correction[m][h] = 1.0f;
+                const bool counted = t == 0 && warp_row0 + 16 * m + g + 8 * h < p.len_q &&
+                                     step_max[m][h] != fa_neg_inf();
+                if (step_max[m][h] > frame[m][h] + margin_log2) {
+                    if (counted && frame[m][h] != fa_neg_inf()) fa_count(p, FA_COUNT_FRAME_MOVES);
+                    correction[m][h] = fa_sm80_exp2(frame[m][h] - step_max[m][h]);
+                    frame[m][h] = step_max[m][h];
+                    sum[m][h] *= correction[m][h];
+                    any_moved = true;
+                } else if (counted) {
+                    fa_count(p, FA_COUNT_FRAME_KEPT);
+                }
+            }
+        if (__any_sync(0xffffffffu, any_moved))
+#pragma unroll
+            for (int m = 0; m < m_tiles; ++m)
+#pragma unroll
+                for (int n = 0; n < dim_tiles; ++n)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) out[m][n][e] *= correction[m][e / 2];
+
+        // P = exp2(S - frame), packed as the A fragments of P V. A row with no key
+        // yet has frame -inf; subtracting 0 instead keeps its masked scores at 0, not NaN.
+        unsigned int probability[m_tiles][key_slices][4];
+#pragma unroll
+        for (int m = 0; m < m_tiles; ++m) {
+            float base[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) base[h] = frame[m][h] == fa_neg_inf() ? 0.0f : frame[m][h];
+#pragma unroll
+            for (int n = 0; n < key_tiles; ++n) {
+                float weight[4];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    weight[e] = fa_sm80_exp2(score[m][n][e] - base[e / 2]);
+                    sum[m][e / 2] += weight[e];
+                }
+                // Key tiles 2s and 2s+1 are columns 0-7 and 8-15 of slice s.
+                probability[m][n / 2][2 * (n % 2)] = fa_sm80_pack2<element>(weight[0], weight[1]);
+                probability[m][n / 2][2 * (n % 2) + 1] = fa_sm80_pack2<element>(weight[2], weight[3]);
+            }
+        }
+
+#pragma unroll
+        for (int slice = 0; slice < key_slices; ++slice)
+#pragma unroll
+            for (int n = 0; n < dim_tiles; n += 2) {
+                // Matrices: keys +0 / +8 of the slice (bit 0), dim tile n / n+1 (bit 1).
+                unsigned int b[4];
+                fa_sm80_ldmatrix_x4_trans(
+                    b, v_stage + layout::offset(16 * slice + 8 * (matrix % 2) + matrix_row, n + matrix / 2));
+#pragma unroll
+                for (int m = 0; m < m_tiles; ++m) {
+                    fa_sm80_mma_m16n8k16<element>(out[m][n], probability[m][slice], b[0], b[1]);
+                    fa_sm80_mma_m16n8k16<element>(out[m][n + 1], probability[m][slice], b[2], b[3]);
+                }
+            }
+    }
+    fa_sm80_cp_async_wait<0>();  // no copy may still target shared memory at exit
+
+    element* o = static_cast<element*>(p.o) + batch * p.o_stride[0] + head * p.o_stride[1];
+    const bool o_aligned = fa_mma_aligned(p.o, p.o_stride);
+#pragma unroll
+    for (int m = 0; m < m_tiles; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float total = sum[m][h];
+            total += fa_shuffle_xor(total, 1);
+            total += fa_shuffle_xor(total, 2);
+            const int row = warp_row0 + 16 * m + g + 8 * h;
+            if (row >= p.len_q) continue;
+            const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
+            element* out_row = o + row * p.o_stride[2] + 2 * t;
+#pragma unroll
+            for (int n = 0; n < dim_tiles; ++n) {
+                const float lo = out[m][n][2 * h] * inverse;
+                const float hi = out[m][n][2 * h + 1] * inverse;
+                if (o_aligned) {
+                    *reinterpret_cast<unsigned int*>(out_row + 8 * n) = fa_sm80_pack2<element>(lo, hi);
+                } else {
+                    out_row[8 * n] = fa_from_float<element>(lo);
+                    out_row[8 * n + 1] = fa_from_float<element>(hi);
+                }
+            }
+            if (p.lse && t == 0)
+                p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.len_q + row] =
+                    total > 0.0f ? (frame[m][h] + fa_log2(total)) * FAJIT_LN2 : fa_neg_inf();
+        }
+}

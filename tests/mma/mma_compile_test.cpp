@@ -1,0 +1,160 @@
+// The mma-sm80 family compiles through NVRTC for sm_80 and sm_90a for every head dim,
+// dtype, causal mode and margin, and ptxas reports no spills: a spill in this kernel
+// means the accumulators left registers, which costs more than any tile choice gains.
+// No GPU is needed; without NVRTC the cases are skipped with the reason.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "codegen/emitter.hpp"
+#include "mma/mma_candidates.hpp"
+
+using namespace fajit;
+
+namespace {
+
+const Backend* nvrtc() {
+    static const auto backends = make_backends();
+    for (const auto& backend : backends)
+        if (backend->targets("sm_90a")) {
+            if (auto reason = backend->compiler_unavailable_reason(); !reason.empty()) {
+                std::printf("skipped: %s\n", reason.c_str());
+                return nullptr;
+            }
+            return backend.get();
+        }
+    std::printf("skipped: this build has no NVIDIA backend\n");
+    return nullptr;
+}
+
+struct PtxasReport {
+    bool ok = false;
+    int registers = -1;
+    int spill_stores = -1;
+    int spill_loads = -1;
+    std::string log;
+};
+
+// ptxas -v prints "Used N registers" and "S bytes spill stores, L bytes spill loads"
+// for the kernel (the only function in the program).
+PtxasReport compile_verbose(const KernelSpec& spec, const Backend& backend) {
+    const auto emitted = emit(spec, TemplateStore());
+    CompileRequest request;
+    request.source = emitted.source;
+    request.program_name = "fa_mma_sm80.cu";
+    request.name_expressions = {emitted.name_expression};
+    request.options = {"--ptxas-options=-v"};
+    request.arch = spec.arch;
+    const CompileResult result = backend.compile(request);
+    PtxasReport report;
+    report.ok = result.ok;
+    report.log = result.log;
+    std::smatch match;
+    if (std::regex_search(result.log, match, std::regex(R"(Used (\d+) registers)")))
+        report.registers = std::stoi(match[1]);
+    if (std::regex_search(result.log, match, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)"))) {
+        report.spill_stores = std::stoi(match[1]);
+        report.spill_loads = std::stoi(match[2]);
+    }
+    return report;
+}
+
+// Compiles every spec on a few threads (each NVRTC program is independent) and checks
+// each compiled without spills, printing the register counts.
+void check_no_spills(const std::vector<KernelSpec>& specs, const Backend& backend) {
+    std::vector<PtxasReport> reports(specs.size());
+    std::mutex mutex;
+    std::size_t next = 0;
+    const auto worker = [&] {
+        for (;;) {
+            std::size_t index;
+            {
+                std::lock_guard lock(mutex);
+                if (next == specs.size()) return;
+                index = next++;
+            }
+            reports[index] = compile_verbose(specs[index], backend);
+        }
+    };
+    const unsigned threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (auto& thread : pool) thread.join();
+
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+        const auto& report = reports[i];
+        const std::string name = to_string(specs[i]);
+        REQUIRE_MESSAGE(report.ok, name, ": ", report.log);
+        std::printf("%-110s %3d registers, %d/%d bytes spilled (stores/loads)\n", name.c_str(), report.registers,
+                    report.spill_stores, report.spill_loads);
+        CHECK_MESSAGE(report.registers > 0, name, ": no register count in the log: ", report.log);
+        CHECK_MESSAGE(report.spill_stores == 0, name, ": ", report.log);
+        CHECK_MESSAGE(report.spill_loads == 0, name, ": ", report.log);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("every head dim, dtype, causal mode and margin compiles for sm_80 and sm_90a without spills") {
+    const Backend* backend = nvrtc();
+    if (!backend) return;
+    std::vector<KernelSpec> specs;
+    for (const std::string arch : {"sm_80", "sm_90a"})
+        for (int head_dim : {64, 80, 96, 128, 256})
+            for (DType dtype : {DType::f16, DType::bf16})
+                for (CausalMode causal : {CausalMode::none, CausalMode::bottom_right})
+                    for (float margin : {0.0f, 10.0f})
+                        specs.push_back(testing::mma_spec(arch, head_dim, dtype, causal, margin));
+    check_no_spills(specs, *backend);
+}
+
+TEST_CASE("every benchmark tile candidate compiles for sm_90a without spills") {
+    const Backend* backend = nvrtc();
+    if (!backend) return;
+    std::vector<KernelSpec> specs;
+    for (int head_dim : {64, 128, 256})
+        for (const auto& tiles : testing::mma_tile_candidates(head_dim)) {
+            KernelSpec spec = testing::mma_spec("sm_90a", head_dim, DType::bf16, CausalMode::bottom_right, 10.0f);
+            spec.waves = tiles.waves;
+            spec.block_q = tiles.block_q;
+            spec.block_k = tiles.block_k;
+            REQUIRE_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
+            specs.push_back(spec);
+        }
+    check_no_spills(specs, *backend);
+}
+
+TEST_CASE("validation accepts the family's rules and rejects what it cannot run") {
+    const auto error_of = [](const std::string& text) { return parse_spec(text).error; };
+    CHECK(error_of("family=mma-sm80,d=128,dtype=f16,causal=bottom-right,margin=10,arch=sm_90a").empty());
+    CHECK(error_of("family=mma-sm80,d=80,dtype=bf16,arch=sm_86").empty());
+    CHECK(error_of("family=mma-sm80,d=128,dtype=f16,arch=sm_75").find("arch=sm_75") == 0);
+    CHECK(error_of("family=mma-sm80,d=128,dtype=f16,arch=gfx1151").find("arch=gfx1151") == 0);
+    CHECK(error_of("family=mma-sm80,d=72,dtype=f16,arch=sm_90a").find("d=72") == 0);
+    CHECK(error_of("family=mma-sm80,d=128,dtype=f32,arch=sm_90a").find("dtype=f32") == 0);
+    CHECK(error_of("family=mma-sm80,d=128,dtype=f16,margin=12,arch=sm_90a").find("margin=12") == 0);
+    CHECK(error_of("family=mma-sm80,d=128,dtype=bf16,margin=12,arch=sm_90a").empty());
+    CHECK(error_of("family=mma-sm80,d=128,dtype=f16,bq=96,waves=4,arch=sm_90a").find("bq=96") == 0);
+    CHECK(error_of("family=mma-sm80,d=128,dtype=f16,bk=40,arch=sm_90a").find("bk=40") == 0);
+    // 32 rows per warp at d=256 would hold 320 accumulators per lane.
+    CHECK(error_of("family=mma-sm80,d=256,dtype=f16,bq=128,waves=4,arch=sm_90a").find("bk=") == 0);
+    // 16 rows per warp at d=256 with 128-key steps: 192 accumulators.
+    CHECK(error_of("family=mma-sm80,d=256,dtype=f16,bq=128,waves=8,bk=128,arch=sm_90a").find("bk=128") == 0);
+    // 32 rows per warp with 64-key steps at d=128: 192 accumulators, which spills.
+    CHECK(error_of("family=mma-sm80,d=128,dtype=f16,bq=128,waves=4,bk=64,arch=sm_90a").find("bk=64") == 0);
+    // The same tiles that fit an sm_90's 227 KiB are too big for an sm_86's 99 KiB.
+    CHECK(error_of("family=mma-sm80,d=128,dtype=f16,bq=128,waves=8,bk=128,arch=sm_90a").empty());
+    CHECK(error_of("family=mma-sm80,d=128,dtype=f16,bq=128,waves=8,bk=128,arch=sm_86").find("bk=128") == 0);
+    for (int head_dim : {64, 80, 96, 128, 256})
+        for (const std::string arch : {"sm_80", "sm_86", "sm_90a", "sm_120"}) {
+            const KernelSpec spec = testing::mma_spec(arch, head_dim, DType::f16, CausalMode::none, 10.0f);
+            CHECK_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
+        }
+}

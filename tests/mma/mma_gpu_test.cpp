@@ -1,0 +1,201 @@
+// The mma-sm80 family on a real device through the library, against the f64 reference
+// and the scalar kernel. Skips, saying why, where no CUDA device is present.
+//
+// Tolerance: the family rounds P to the element type before the P.V product, so the
+// reference tolerance gets one extra unit roundoff of that type.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "mma/mma_candidates.hpp"
+#include "support/attention_case.hpp"
+#include "support/gpu_memory.hpp"
+
+using namespace fajit;
+using namespace fajit::testing;
+
+namespace {
+
+Options test_options(bool counters) {
+    Options options = Options::from_environment();
+    options.cache_dir = std::filesystem::temp_directory_path() / "fa-jit-gpu-test-cache";
+    options.log_level = "warn";
+    options.debug_counters = counters;
+    return options;
+}
+
+Runtime& runtime() {
+    static Runtime instance(test_options(false));
+    return instance;
+}
+
+std::string device_arch() { return runtime().devices().at(0).arch; }
+
+bool skip_without_device() {
+    if (auto reason = CudaTestDevice::unavailable_reason(); !reason.empty()) {
+        std::printf("skipped: %s\n", reason.c_str());
+        return true;
+    }
+    if (const auto arch = device_arch(); std::stoi(arch.substr(3)) < 80) {
+        std::printf("skipped: the device is %s, the family needs sm_80 or later\n", arch.c_str());
+        return true;
+    }
+    return false;
+}
+
+double unit_roundoff(DType dtype) { return dtype == DType::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); }
+
+// Compiles specs on all cores first, so the sweep below finds each one in the cache.
+void prepare_all(Runtime& target, const std::vector<KernelSpec>& specs) {
+    std::vector<std::thread> pool;
+    const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            for (std::size_t i = t; i < specs.size(); i += threads) target.prepare(specs[i]);
+        });
+    for (auto& thread : pool) thread.join();
+}
+
+KernelSpec scalar_spec(const CaseShape& shape, float margin) {
+    KernelSpec spec;
+    spec.family = Family::scalar;
+    spec.arch = device_arch();
+    spec = with_family_defaults(spec);
+    spec.head_dim = shape.head_dim;
+    spec.dtype = shape.dtype;
+    spec.causal = shape.causal;
+    spec.rescale_margin = margin;
+    return spec;
+}
+
+}  // namespace
+
+TEST_CASE("mma-sm80 matches the f64 reference and the scalar kernel over head dims, dtypes, causal modes, GQA, "
+          "lengths, margins and layouts") {
+    if (skip_without_device()) return;
+    const std::pair<int, int> lengths[] = {{1, 1}, {1, 1000}, {7, 129}, {129, 7}, {1000, 1000}, {1000, 1}, {129, 1000}};
+    const int head_dims[] = {64, 80, 96, 128, 256};
+    const DType dtypes[] = {DType::f16, DType::bf16};
+    const CausalMode causals[] = {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right};
+    const float margins[] = {0.0f, 10.0f};
+
+    std::vector<KernelSpec> specs;
+    for (int head_dim : head_dims)
+        for (DType dtype : dtypes)
+            for (CausalMode causal : causals)
+                for (float margin : margins) specs.push_back(mma_spec(device_arch(), head_dim, dtype, causal, margin));
+    prepare_all(runtime(), specs);
+
+    int cases = 0, failures = 0, scalar_checks = 0;
+    double worst[2] = {0, 0};
+    std::uint64_t seed = 1;
+    for (int head_dim : head_dims)
+        for (DType dtype : dtypes)
+            for (CausalMode causal : causals)
+                for (int group : {1, 4})
+                    for (float margin : margins)
+                        for (auto [len_q, len_k] : lengths) {
+                            CaseShape shape;
+                            shape.heads_kv = 1 + cases % 2;
+                            shape.heads_q = group * shape.heads_kv;
+                            shape.batch = 1 + cases % 3 / 2;
+                            shape.len_q = len_q;
+                            shape.len_k = len_k;
+                            shape.head_dim = head_dim;
+                            shape.dtype = dtype;
+                            shape.causal = causal;
+                            shape.scale = 4.0f / std::sqrt(static_cast<float>(head_dim));
+                            shape.layout = static_cast<Layout>(cases % 3);
+                            shape.with_lse = cases % 2 == 0;
+                            const CaseInputs inputs = random_inputs(shape, seed++);
+                            const KernelSpec spec = mma_spec(device_arch(), head_dim, dtype, causal, margin);
+                            const auto run = run_on_device(runtime(), spec, shape, inputs);
+                            const auto want = reference_attention(shape, inputs);
+                            const double tolerance = output_tolerance(shape, inputs, unit_roundoff(dtype));
+                            const auto result = compare(shape, run.outputs, want, tolerance);
+                            ++cases;
+                            worst[dtype == DType::bf16] = std::max(worst[dtype == DType::bf16], result.max_error);
+                            if (result.bad_elements) {
+                                ++failures;
+                                FAIL_CHECK(to_string(spec) << " " << shape.describe() << ": " << result.bad_elements
+                                                           << " bad, first " << result.first_bad);
+                            }
+                            // Every eighth case also against the scalar kernel, each within
+                            // its own tolerance of the reference so within the sum of each other.
+                            if (cases % 8 == 0) {
+                                ++scalar_checks;
+                                const auto scalar = run_on_device(runtime(), scalar_spec(shape, margin), shape, inputs);
+                                const auto agreement = compare(shape, run.outputs, scalar.outputs,
+                                                               tolerance + output_tolerance(shape, inputs));
+                                CHECK_MESSAGE(agreement.bad_elements == 0, to_string(spec), " ", shape.describe(),
+                                              " vs scalar: ", agreement.first_bad);
+                            }
+                        }
+    std::printf("mma-sm80 sweep: %d cases (%d also against scalar), %d failed; max abs error f16 %.3g, bf16 %.3g\n",
+                cases, scalar_checks, failures, worst[0], worst[1]);
+    CHECK(failures == 0);
+}
+
+TEST_CASE("mma-sm80 tile candidates agree with the reference on an odd-length GQA case") {
+    if (skip_without_device()) return;
+    for (int head_dim : {64, 128, 256})
+        for (const auto& tiles : mma_tile_candidates(head_dim)) {
+            KernelSpec spec = mma_spec(device_arch(), head_dim, DType::bf16, CausalMode::bottom_right, 10.0f);
+            spec.waves = tiles.waves;
+            spec.block_q = tiles.block_q;
+            spec.block_k = tiles.block_k;
+            if (!validate(spec).empty()) continue;  // too big for this device's shared memory
+            CaseShape shape;
+            shape.heads_q = 4;
+            shape.heads_kv = 2;
+            shape.len_q = 300;
+            shape.len_k = 557;
+            shape.head_dim = head_dim;
+            shape.dtype = DType::bf16;
+            shape.causal = CausalMode::bottom_right;
+            shape.layout = Layout::bshd;
+            const CaseInputs inputs = random_inputs(shape, 99);
+            const auto run = run_on_device(runtime(), spec, shape, inputs);
+            const auto result = compare(shape, run.outputs, reference_attention(shape, inputs),
+                                        output_tolerance(shape, inputs, unit_roundoff(shape.dtype)));
+            CHECK_MESSAGE(result.bad_elements == 0, to_string(spec), ": ", result.first_bad);
+        }
+}
+
+TEST_CASE("mma-sm80 moves its frame only past the margin, deciding per row and step as the scalar kernel does") {
+    if (skip_without_device()) return;
+    Runtime counting(test_options(true));
+    unsigned long long moves[3], kept[3];
+    const float margins[3] = {0.0f, 10.0f, 40.0f};
+    for (int m = 0; m < 3; ++m) {
+        CaseShape shape;
+        shape.len_q = 64;
+        shape.len_k = 1024;
+        shape.head_dim = 64;
+        shape.dtype = DType::bf16;
+        shape.causal = CausalMode::bottom_right;
+        const CaseInputs inputs = ramp_inputs(shape, 7);
+        const auto run = run_on_device(counting, mma_spec(device_arch(), 64, shape.dtype, shape.causal, margins[m]),
+                                       shape, inputs, true);
+        const auto scalar = run_on_device(counting, scalar_spec(shape, margins[m]), shape, inputs, true);
+        const auto result = compare(shape, run.outputs, reference_attention(shape, inputs),
+                                    output_tolerance(shape, inputs, unit_roundoff(shape.dtype)));
+        std::printf("ramp margin %g: mma %llu moves, %llu kept; scalar %llu moves, %llu kept; max abs error %.3g\n",
+                    margins[m], run.counters[0], run.counters[1], scalar.counters[0], scalar.counters[1],
+                    result.max_error);
+        CHECK_MESSAGE(result.bad_elements == 0, result.first_bad);
+        // Both take one decision per row per 64-key step that row sees keys in; the
+        // scalar kernel counts each decision on all 32 lanes of the wave taking it.
+        CHECK(scalar.counters[0] == 32 * run.counters[0]);
+        CHECK(scalar.counters[1] == 32 * run.counters[1]);
+        moves[m] = run.counters[0];
+        kept[m] = run.counters[1];
+    }
+    CHECK(moves[0] > moves[1]);
+    CHECK(moves[1] > moves[2]);
+    CHECK(moves[2] > 0);
+    CHECK(kept[0] < kept[2]);
+}
