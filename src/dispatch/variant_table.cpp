@@ -33,10 +33,22 @@ Tile wmma_gfx11_tile(const ShapeClass& shape, std::string_view) {
     return {16 * waves, shape.head_dim > 128 ? 32 : 64, waves};
 }
 
+bool is_sm80_or_newer(std::string_view arch) { return sm_version(arch) >= 80; }
+
+// The family's measured table (tools/tiles/mma_sm80.md), whatever the query length: a
+// warp computes 16 or 32 rows at once, so short query runs cost the same tile.
+Tile mma_sm80_tile(const ShapeClass& shape, std::string_view arch) {
+    KernelSpec spec;
+    spec.family = Family::mma_sm80;
+    spec.head_dim = shape.head_dim;
+    spec.arch = std::string(arch);
+    spec = with_family_defaults(spec);
+    return {spec.block_q, spec.block_k, spec.waves};
+}
+
 constexpr VariantRow rows[] = {
     {"gfx11", is_gfx11, Family::wmma_gfx11, wmma_gfx11_tile},
-    // NVIDIA's tensor-core family goes here as one row once it exists:
-    // {"sm_80+", <sm_80 or newer>, Family::mma_sm80, <its tile rule>},
+    {"sm_80+", is_sm80_or_newer, Family::mma_sm80, mma_sm80_tile},
     {"any", runs_anywhere, Family::scalar, scalar_tile},
 };
 

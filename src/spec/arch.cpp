@@ -1,5 +1,7 @@
 #include "spec/arch.hpp"
 
+#include <charconv>
+
 namespace fajit {
 
 Vendor vendor_of(std::string_view arch) {
@@ -22,6 +24,12 @@ int wave_size(std::string_view arch) {
 bool is_gfx11(std::string_view arch) {
     const auto processor = processor_of(arch);
     return processor.starts_with("gfx11") && processor.size() == 7;
+}
+
+int sm_version(std::string_view arch) {
+    int sm = 0;
+    if (vendor_of(arch) == Vendor::nvidia) std::from_chars(arch.data() + 3, arch.data() + arch.size(), sm);
+    return sm;
 }
 
 }  // namespace fajit

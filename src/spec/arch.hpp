@@ -13,5 +13,7 @@ std::string_view processor_of(std::string_view arch);
 // Lanes per wave: 64 on gfx9 (GCN/CDNA), 32 on gfx10+ and NVIDIA.
 int wave_size(std::string_view arch);
 bool is_gfx11(std::string_view arch);
+// The SM number of an NVIDIA target ("sm_90a" -> 90), 0 when it has none.
+int sm_version(std::string_view arch);
 
 }  // namespace fajit

@@ -90,13 +90,6 @@ std::string validate_wmma_gfx11(const KernelSpec& spec) {
     return {};
 }
 
-// The SM number of an NVIDIA target ("sm_90a" -> 90), 0 when it has none.
-int sm_version(std::string_view arch) {
-    int sm = 0;
-    if (vendor_of(arch) == Vendor::nvidia) std::from_chars(arch.data() + 3, arch.data() + arch.size(), sm);
-    return sm;
-}
-
 // Opt-in shared memory per block by SM (CUDA programming guide, compute capabilities):
 // the data-center parts (8.0, 8.7, 9.0, 10.x) have far more than the consumer ones.
 unsigned nvidia_shared_limit(int sm) {

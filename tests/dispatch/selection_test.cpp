@@ -69,8 +69,24 @@ TEST_CASE("gfx11: shapes wmma-gfx11 cannot run fall back to scalar, saying why")
     CHECK(d72.fallback_reason.find("d=72") != std::string::npos);
 }
 
-TEST_CASE("NVIDIA and other AMD archs: scalar, with no fallback to report") {
-    for (const char* arch : {"sm_90a", "sm_80", "sm_75", "gfx942:sramecc+:xnack-", "gfx90a", "gfx1030"}) {
+TEST_CASE("NVIDIA sm_80 and newer: mma-sm80 with the measured tile table") {
+    const auto hopper = select_variant("sm_90a", shape(128), defaults());
+    CHECK(hopper.spec.family == Family::mma_sm80);
+    CHECK(hopper.fallback_reason.empty());
+    check_tile(hopper.spec, 128, 128, 8);  // needs an sm_90-class part's shared memory
+    check_tile(select_variant("sm_80", shape(128), defaults()).spec, 128, 32, 4);
+    check_tile(select_variant("sm_90a", shape(64, DType::bf16, QueryLength::decode), defaults()).spec, 128, 64, 4);
+
+    const auto f32 = select_variant("sm_90a", shape(128, DType::f32), defaults());
+    CHECK(f32.spec.family == Family::scalar);
+    CHECK(f32.fallback_reason.find("dtype=f32") != std::string::npos);
+    const auto d72 = select_variant("sm_80", shape(72), defaults());
+    CHECK(d72.spec.family == Family::scalar);
+    CHECK(d72.fallback_reason.find("d=72") != std::string::npos);
+}
+
+TEST_CASE("older NVIDIA and non-gfx11 AMD archs: scalar, with no fallback to report") {
+    for (const char* arch : {"sm_75", "gfx942:sramecc+:xnack-", "gfx90a", "gfx1030"}) {
         CAPTURE(arch);
         const auto selection = select_variant(arch, shape(128), defaults());
         CHECK(selection.spec.family == Family::scalar);
@@ -81,9 +97,9 @@ TEST_CASE("NVIDIA and other AMD archs: scalar, with no fallback to report") {
 }
 
 TEST_CASE("scalar tiles: one-wave blocks and longer key steps for decode; wave size sets the key step") {
-    check_tile(select_variant("sm_90a", shape(128), defaults()).spec, 4, 64, 4);
-    check_tile(select_variant("sm_90a", shape(128, DType::f16, QueryLength::small), defaults()).spec, 4, 64, 4);
-    check_tile(select_variant("sm_90a", shape(128, DType::f16, QueryLength::decode), defaults()).spec, 1, 128, 1);
+    check_tile(select_variant("sm_75", shape(128), defaults()).spec, 4, 64, 4);
+    check_tile(select_variant("sm_75", shape(128, DType::f16, QueryLength::small), defaults()).spec, 4, 64, 4);
+    check_tile(select_variant("sm_75", shape(128, DType::f16, QueryLength::decode), defaults()).spec, 1, 128, 1);
     check_tile(select_variant("gfx942:sramecc+:xnack-", shape(64), defaults()).spec, 4, 128, 4);
     check_tile(select_variant("gfx942:sramecc+:xnack-", shape(64, DType::bf16, QueryLength::decode), defaults()).spec,
                1, 256, 1);
@@ -142,7 +158,9 @@ TEST_CASE("FAJIT_TILE pins the preferred variant's tiles, refuses ones that do n
     check_tile(select_variant("gfx1151", shape(64), options).spec, 64, 128, 4);
 
     options.tile = {8, std::nullopt, 2};
-    check_tile(select_variant("sm_90a", shape(128), options).spec, 8, 64, 2);
+    check_tile(select_variant("sm_75", shape(128), options).spec, 8, 64, 2);
+    options.tile = {64, 64, 4};
+    check_tile(select_variant("sm_90a", shape(128), options).spec, 64, 64, 4);
 
     options.tile = {48, std::nullopt, std::nullopt};
     CHECK_THROWS_WITH_AS(select_variant("gfx1151", shape(128), options), doctest::Contains("FAJIT_TILE=bq=48"),

@@ -105,8 +105,8 @@ std::set<std::string> explicitly_named(const std::vector<std::string>& given, co
 std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
     if (request.archs.empty()) throw UsageError("no arch: give --arch (no local device was found)");
     const auto head_dims = head_dims_of(request);
-    const auto families = parse_names<Family>(request.families, parse_family, "family", "scalar or wmma-gfx11",
-                                              {Family::scalar, Family::wmma_gfx11});
+    const auto families = parse_names<Family>(request.families, parse_family, "family", "scalar, wmma-gfx11 or mma-sm80",
+                                              {Family::scalar, Family::wmma_gfx11, Family::mma_sm80});
     const auto dtypes =
         parse_names<DType>(request.dtypes, parse_dtype, "dtype", "f16, bf16 or f32", {DType::f16, DType::bf16});
     const auto causal_modes = parse_names<CausalMode>(request.causal_modes, parse_causal, "causal",
