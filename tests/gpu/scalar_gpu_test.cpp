@@ -8,38 +8,15 @@
 
 #include "support/attention_case.hpp"
 #include "support/gpu_memory.hpp"
+#include "support/gpu_test_setup.hpp"
 
 using namespace fajit;
 using namespace fajit::testing;
 
 namespace {
 
-Runtime& runtime() {
-    static Runtime instance = [] {
-        Options options = Options::from_environment();
-        options.cache_dir = std::filesystem::temp_directory_path() / "fa-jit-gpu-test-cache";
-        options.log_level = "warn";
-        return Runtime(options);
-    }();
-    return instance;
-}
-
-std::string device_arch() { return runtime().devices().at(0).arch; }
-
-KernelSpec scalar_spec(const CaseShape& shape, float margin) {
-    KernelSpec spec;
-    spec.family = Family::scalar;
-    spec.arch = device_arch();
-    spec = with_family_defaults(spec);
-    spec.head_dim = shape.head_dim;
-    spec.dtype = shape.dtype;
-    spec.causal = shape.causal;
-    spec.rescale_margin = margin;
-    return spec;
-}
-
 bool skip_without_device() {
-    if (auto reason = CudaTestDevice::unavailable_reason(); !reason.empty()) {
+    if (auto reason = gpu_skip_reason(); !reason.empty()) {
         std::printf("skipped: %s\n", reason.c_str());
         return true;
     }
@@ -74,7 +51,7 @@ TEST_CASE("scalar kernel matches the f64 reference over dtype, causal, head dim,
                             shape.layout = static_cast<Layout>(cases % 3);
                             shape.with_lse = cases % 2 == 0;
                             const CaseInputs inputs = random_inputs(shape, seed++);
-                            const auto run = run_on_device(runtime(), scalar_spec(shape, margin), shape, inputs);
+                            const auto run = run_on_device(gpu_test_runtime(), scalar_spec(shape, margin), shape, inputs);
                             const auto want = reference_attention(shape, inputs);
                             const auto result = compare(shape, run.outputs, want, output_tolerance(shape, inputs));
                             ++cases;
@@ -92,10 +69,7 @@ TEST_CASE("scalar kernel matches the f64 reference over dtype, causal, head dim,
 
 TEST_CASE("scalar kernel moves its frame only past the margin on a rising score ramp") {
     if (skip_without_device()) return;
-    Options options = Options::from_environment();
-    options.cache_dir = std::filesystem::temp_directory_path() / "fa-jit-gpu-test-cache";
-    options.debug_counters = true;
-    Runtime counting(options);
+    Runtime counting(gpu_test_options(true));
     unsigned long long moves[3], kept[3];
     const float margins[3] = {0.0f, 10.0f, 40.0f};
     for (int m = 0; m < 3; ++m) {

@@ -11,64 +11,26 @@
 #include <thread>
 
 #include "mma/mma_candidates.hpp"
+#include "spec/arch.hpp"
 #include "support/attention_case.hpp"
 #include "support/gpu_memory.hpp"
+#include "support/gpu_test_setup.hpp"
 
 using namespace fajit;
 using namespace fajit::testing;
 
 namespace {
 
-Options test_options(bool counters) {
-    Options options = Options::from_environment();
-    options.cache_dir = std::filesystem::temp_directory_path() / "fa-jit-gpu-test-cache";
-    options.log_level = "warn";
-    options.debug_counters = counters;
-    return options;
-}
-
-Runtime& runtime() {
-    static Runtime instance(test_options(false));
-    return instance;
-}
-
-std::string device_arch() { return runtime().devices().at(0).arch; }
-
 bool skip_without_device() {
-    if (auto reason = CudaTestDevice::unavailable_reason(); !reason.empty()) {
+    if (auto reason = gpu_skip_reason(); !reason.empty()) {
         std::printf("skipped: %s\n", reason.c_str());
         return true;
     }
-    if (const auto arch = device_arch(); std::stoi(arch.substr(3)) < 80) {
+    if (const auto arch = gpu_test_arch(); sm_version(arch) < 80) {
         std::printf("skipped: the device is %s, the family needs sm_80 or later\n", arch.c_str());
         return true;
     }
     return false;
-}
-
-double unit_roundoff(DType dtype) { return dtype == DType::bf16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11); }
-
-// Compiles specs on all cores first, so the sweep below finds each one in the cache.
-void prepare_all(Runtime& target, const std::vector<KernelSpec>& specs) {
-    std::vector<std::thread> pool;
-    const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-    for (unsigned t = 0; t < threads; ++t)
-        pool.emplace_back([&, t] {
-            for (std::size_t i = t; i < specs.size(); i += threads) target.prepare(specs[i]);
-        });
-    for (auto& thread : pool) thread.join();
-}
-
-KernelSpec scalar_spec(const CaseShape& shape, float margin) {
-    KernelSpec spec;
-    spec.family = Family::scalar;
-    spec.arch = device_arch();
-    spec = with_family_defaults(spec);
-    spec.head_dim = shape.head_dim;
-    spec.dtype = shape.dtype;
-    spec.causal = shape.causal;
-    spec.rescale_margin = margin;
-    return spec;
 }
 
 }  // namespace
@@ -86,8 +48,8 @@ TEST_CASE("mma-sm80 matches the f64 reference and the scalar kernel over head di
     for (int head_dim : head_dims)
         for (DType dtype : dtypes)
             for (CausalMode causal : causals)
-                for (float margin : margins) specs.push_back(mma_spec(device_arch(), head_dim, dtype, causal, margin));
-    prepare_all(runtime(), specs);
+                for (float margin : margins) specs.push_back(mma_spec(gpu_test_arch(), head_dim, dtype, causal, margin));
+    REQUIRE(prepare_all(gpu_test_runtime(), specs) == 0);
 
     int cases = 0, failures = 0, scalar_checks = 0;
     double worst[2] = {0, 0};
@@ -111,8 +73,8 @@ TEST_CASE("mma-sm80 matches the f64 reference and the scalar kernel over head di
                             shape.layout = static_cast<Layout>(cases % 3);
                             shape.with_lse = cases % 2 == 0;
                             const CaseInputs inputs = random_inputs(shape, seed++);
-                            const KernelSpec spec = mma_spec(device_arch(), head_dim, dtype, causal, margin);
-                            const auto run = run_on_device(runtime(), spec, shape, inputs);
+                            const KernelSpec spec = mma_spec(gpu_test_arch(), head_dim, dtype, causal, margin);
+                            const auto run = run_on_device(gpu_test_runtime(), spec, shape, inputs);
                             const auto want = reference_attention(shape, inputs);
                             const double tolerance = output_tolerance(shape, inputs, unit_roundoff(dtype));
                             const auto result = compare(shape, run.outputs, want, tolerance);
@@ -127,7 +89,7 @@ TEST_CASE("mma-sm80 matches the f64 reference and the scalar kernel over head di
                             // its own tolerance of the reference so within the sum of each other.
                             if (cases % 8 == 0) {
                                 ++scalar_checks;
-                                const auto scalar = run_on_device(runtime(), scalar_spec(shape, margin), shape, inputs);
+                                const auto scalar = run_on_device(gpu_test_runtime(), scalar_spec(shape, margin), shape, inputs);
                                 const auto agreement = compare(shape, run.outputs, scalar.outputs,
                                                                tolerance + output_tolerance(shape, inputs));
                                 CHECK_MESSAGE(agreement.bad_elements == 0, to_string(spec), " ", shape.describe(),
@@ -143,7 +105,7 @@ TEST_CASE("mma-sm80 tile candidates agree with the reference on an odd-length GQ
     if (skip_without_device()) return;
     for (int head_dim : {64, 128, 256})
         for (const auto& tiles : mma_tile_candidates(head_dim)) {
-            KernelSpec spec = mma_spec(device_arch(), head_dim, DType::bf16, CausalMode::bottom_right, 10.0f);
+            KernelSpec spec = mma_spec(gpu_test_arch(), head_dim, DType::bf16, CausalMode::bottom_right, 10.0f);
             spec.waves = tiles.waves;
             spec.block_q = tiles.block_q;
             spec.block_k = tiles.block_k;
@@ -158,7 +120,7 @@ TEST_CASE("mma-sm80 tile candidates agree with the reference on an odd-length GQ
             shape.causal = CausalMode::bottom_right;
             shape.layout = Layout::bshd;
             const CaseInputs inputs = random_inputs(shape, 99);
-            const auto run = run_on_device(runtime(), spec, shape, inputs);
+            const auto run = run_on_device(gpu_test_runtime(), spec, shape, inputs);
             const auto result = compare(shape, run.outputs, reference_attention(shape, inputs),
                                         output_tolerance(shape, inputs, unit_roundoff(shape.dtype)));
             CHECK_MESSAGE(result.bad_elements == 0, to_string(spec), ": ", result.first_bad);
@@ -167,7 +129,7 @@ TEST_CASE("mma-sm80 tile candidates agree with the reference on an odd-length GQ
 
 TEST_CASE("mma-sm80 moves its frame only past the margin, deciding per row and step as the scalar kernel does") {
     if (skip_without_device()) return;
-    Runtime counting(test_options(true));
+    Runtime counting(gpu_test_options(true));
     unsigned long long moves[3], kept[3];
     const float margins[3] = {0.0f, 10.0f, 40.0f};
     for (int m = 0; m < 3; ++m) {
@@ -178,7 +140,7 @@ TEST_CASE("mma-sm80 moves its frame only past the margin, deciding per row and s
         shape.dtype = DType::bf16;
         shape.causal = CausalMode::bottom_right;
         const CaseInputs inputs = ramp_inputs(shape, 7);
-        const auto run = run_on_device(counting, mma_spec(device_arch(), 64, shape.dtype, shape.causal, margins[m]),
+        const auto run = run_on_device(counting, mma_spec(gpu_test_arch(), 64, shape.dtype, shape.causal, margins[m]),
                                        shape, inputs, true);
         const auto scalar = run_on_device(counting, scalar_spec(shape, margins[m]), shape, inputs, true);
         const auto result = compare(shape, run.outputs, reference_attention(shape, inputs),

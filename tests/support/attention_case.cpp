@@ -24,15 +24,6 @@ float round_to(DType dtype, float value) {
 
 std::size_t element_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
 
-// Unit roundoff: the largest relative error of rounding to the type.
-double unit_roundoff(DType dtype) {
-    switch (dtype) {
-        case DType::f16: return std::ldexp(1.0, -11);
-        case DType::bf16: return std::ldexp(1.0, -8);
-        case DType::f32: return std::ldexp(1.0, -24);
-    }
-    return 0.0;
-}
 
 std::size_t logical_index(int heads, int length, int head_dim, int b, int h, int s, int d) {
     return ((static_cast<std::size_t>(b) * heads + h) * length + s) * head_dim + d;
@@ -111,6 +102,15 @@ double max_abs(const std::vector<float>& values) {
 }
 
 }  // namespace
+
+double unit_roundoff(DType dtype) {
+    switch (dtype) {
+        case DType::f16: return std::ldexp(1.0, -11);
+        case DType::bf16: return std::ldexp(1.0, -8);
+        case DType::f32: return std::ldexp(1.0, -24);
+    }
+    return 0.0;
+}
 
 std::string CaseShape::describe() const {
     static constexpr const char* layouts[] = {"bhsd", "bshd", "padded"};

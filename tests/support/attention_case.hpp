@@ -53,6 +53,9 @@ struct DeviceRun {
 // Poisons the outputs, runs spec through runtime and reads everything back.
 DeviceRun run_on_device(Runtime&, const KernelSpec&, const CaseShape&, const CaseInputs&, bool count = false);
 
+// Unit roundoff: the largest relative error of rounding to the type.
+double unit_roundoff(DType);
+
 // Largest |output - reference| the element type allows; see the derivation in the .cpp.
 double output_tolerance(const CaseShape&, const CaseInputs&, double extra_relative = 0.0);
 

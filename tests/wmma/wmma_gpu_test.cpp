@@ -20,40 +20,20 @@
 #include "runtime/launch_geometry.hpp"
 #include "support/attention_case.hpp"
 #include "support/gpu_memory.hpp"
+#include "support/gpu_test_setup.hpp"
 
 using namespace fajit;
 using namespace fajit::testing;
 
 namespace {
 
-Options test_options(bool counters) {
-    Options options = Options::from_environment();
-    options.cache_dir = std::filesystem::temp_directory_path() / "fa-jit-gpu-test-cache";
-    options.log_level = "warn";
-    options.debug_counters = counters;
-    return options;
-}
-
-Runtime& runtime() {
-    static Runtime instance(test_options(false));
-    return instance;
-}
-
-std::string device_arch() { return runtime().devices().at(0).arch; }
-
 bool skip_without_device() {
-    if (auto reason = CudaTestDevice::unavailable_reason(); !reason.empty()) {
+    if (auto reason = gpu_skip_reason(); !reason.empty()) {
         std::printf("skipped: %s\n", reason.c_str());
-        return true;
-    }
-    if (runtime().devices().empty()) {
-        std::printf("skipped: the library sees no device\n");
         return true;
     }
     return false;
 }
-
-double unit_roundoff(DType dtype) { return dtype == DType::f16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8); }
 
 struct Tiles {
     int waves;
@@ -68,7 +48,7 @@ std::vector<Tiles> tile_configs(int head_dim) {
 KernelSpec wmma_spec(const CaseShape& shape, Tiles tiles, float margin) {
     KernelSpec spec;
     spec.family = Family::wmma_gfx11;
-    spec.arch = device_arch();
+    spec.arch = gpu_test_arch();
     spec.head_dim = shape.head_dim;
     spec.dtype = shape.dtype;
     spec.causal = shape.causal;
@@ -77,40 +57,6 @@ KernelSpec wmma_spec(const CaseShape& shape, Tiles tiles, float margin) {
     spec.block_k = tiles.block_k;
     spec.rescale_margin = margin;
     return spec;
-}
-
-KernelSpec scalar_spec(const CaseShape& shape, float margin) {
-    KernelSpec spec;
-    spec.family = Family::scalar;
-    spec.arch = device_arch();
-    spec = with_family_defaults(spec);
-    spec.head_dim = shape.head_dim;
-    spec.dtype = shape.dtype;
-    spec.causal = shape.causal;
-    spec.rescale_margin = margin;
-    return spec;
-}
-
-// Compiles every spec a sweep needs on all cores before it starts (NVRTC is the slow
-// part of a first run; the disk cache makes later runs start at once).
-void prepare_all(Runtime& rt, const std::vector<KernelSpec>& specs) {
-    std::atomic<std::size_t> next{0};
-    std::atomic<int> failures{0};
-    auto work = [&] {
-        for (std::size_t i = next++; i < specs.size(); i = next++) {
-            try {
-                rt.prepare(specs[i]);
-            } catch (const CompileError& error) {
-                std::printf("compile failed: %s\n%s\n", error.what(), error.log().c_str());
-                ++failures;
-            }
-        }
-    };
-    const unsigned workers = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < workers; ++t) pool.emplace_back(work);
-    for (auto& thread : pool) thread.join();
-    REQUIRE(failures == 0);
 }
 
 struct Case {
@@ -166,7 +112,7 @@ TEST_CASE("wmma-gfx11 (emulated) matches the scalar kernel and the f64 reference
                 if (seen.insert(to_string(spec)).second) specs.push_back(spec);
     }
     std::printf("preparing %zu kernels for %zu cases\n", specs.size(), cases.size());
-    prepare_all(runtime(), specs);
+    REQUIRE(prepare_all(gpu_test_runtime(), specs) == 0);
 
     int run = 0, failures = 0, scalar_failures = 0;
     double worst[2] = {0, 0}, worst_vs_scalar[2] = {0, 0}, worst_lse[2] = {0, 0};
@@ -175,8 +121,8 @@ TEST_CASE("wmma-gfx11 (emulated) matches the scalar kernel and the f64 reference
         const CaseShape& shape = c.shape;
         const CaseInputs inputs = random_inputs(shape, seed++);
         const auto want = reference_attention(shape, inputs);
-        const auto got = run_on_device(runtime(), wmma_spec(shape, c.tiles, c.margin), shape, inputs);
-        const auto scalar = run_on_device(runtime(), scalar_spec(shape, c.margin), shape, inputs);
+        const auto got = run_on_device(gpu_test_runtime(), wmma_spec(shape, c.tiles, c.margin), shape, inputs);
+        const auto scalar = run_on_device(gpu_test_runtime(), scalar_spec(shape, c.margin), shape, inputs);
         const double tolerance = output_tolerance(shape, inputs, unit_roundoff(shape.dtype));
         const auto result = compare(shape, got.outputs, want, tolerance);
         const auto versus_scalar =
@@ -209,7 +155,7 @@ TEST_CASE("wmma-gfx11 (emulated) matches the scalar kernel and the f64 reference
 
 TEST_CASE("wmma-gfx11 (emulated) defers the rescale within the margin on a rising score ramp") {
     if (skip_without_device()) return;
-    Runtime counting(test_options(true));
+    Runtime counting(gpu_test_options(true));
     struct Ramp {
         DType dtype;
         float margin;
@@ -260,7 +206,7 @@ TEST_CASE("wmma-gfx11 (emulated) launches with over 48 KiB of dynamic shared mem
     const auto spec = wmma_spec(shape, {2, 32}, 10.0f);
     REQUIRE(family_shared_bytes(spec) > 48 * 1024);
     const CaseInputs inputs = random_inputs(shape, 5);
-    const auto got = run_on_device(runtime(), spec, shape, inputs);
+    const auto got = run_on_device(gpu_test_runtime(), spec, shape, inputs);
     const auto result = compare(shape, got.outputs, reference_attention(shape, inputs),
                                 output_tolerance(shape, inputs, unit_roundoff(shape.dtype)));
     std::printf("d=256 with %u bytes of shared memory: max abs error %.3g\n", family_shared_bytes(spec),

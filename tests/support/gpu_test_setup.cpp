@@ -1,0 +1,66 @@
+#include "support/gpu_test_setup.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "support/gpu_memory.hpp"
+
+namespace fajit::testing {
+
+Options gpu_test_options(bool debug_counters) {
+    Options options = Options::from_environment();
+    options.cache_dir = std::filesystem::temp_directory_path() / "fa-jit-gpu-test-cache";
+    options.log_level = "warn";
+    options.debug_counters = debug_counters;
+    return options;
+}
+
+Runtime& gpu_test_runtime() {
+    static Runtime instance(gpu_test_options(false));
+    return instance;
+}
+
+std::string gpu_test_arch() { return gpu_test_runtime().devices().at(0).arch; }
+
+std::string gpu_skip_reason() {
+    if (auto reason = CudaTestDevice::unavailable_reason(); !reason.empty()) return reason;
+    if (gpu_test_runtime().devices().empty()) return "the library sees no device";
+    return {};
+}
+
+KernelSpec scalar_spec(const CaseShape& shape, float margin) {
+    KernelSpec spec;
+    spec.family = Family::scalar;
+    spec.arch = gpu_test_arch();
+    spec = with_family_defaults(spec);
+    spec.head_dim = shape.head_dim;
+    spec.dtype = shape.dtype;
+    spec.causal = shape.causal;
+    spec.rescale_margin = margin;
+    return spec;
+}
+
+int prepare_all(Runtime& runtime, const std::vector<KernelSpec>& specs) {
+    std::atomic<std::size_t> next{0};
+    std::atomic<int> failures{0};
+    const auto work = [&] {
+        for (std::size_t i = next++; i < specs.size(); i = next++) {
+            try {
+                runtime.prepare(specs[i]);
+            } catch (const CompileError& error) {
+                std::printf("compile failed: %s\n%s\n", error.what(), error.log().c_str());
+                ++failures;
+            }
+        }
+    };
+    const unsigned workers = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < workers; ++t) pool.emplace_back(work);
+    for (auto& thread : pool) thread.join();
+    return failures;
+}
+
+}  // namespace fajit::testing
