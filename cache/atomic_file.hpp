@@ -11,20 +11,20 @@ namespace fajit::cache {
 // (see temp_file_name), which is fsynced and then renamed over the target; the directory is
 // fsynced so the rename itself survives a crash. Errors throw std::system_error.
 class AtomicFile {
- public:
-  explicit AtomicFile(std::filesystem::path target);
-  // Removes the temp file unless commit() succeeded, so failures leave nothing behind.
-  ~AtomicFile();
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
+public:
+    explicit AtomicFile(std::filesystem::path target);
+    // Removes the temp file unless commit() succeeded, so failures leave nothing behind.
+    ~AtomicFile();
+    AtomicFile(const AtomicFile&) = delete;
+    AtomicFile& operator=(const AtomicFile&) = delete;
 
-  void write(std::span<const std::byte> bytes);
-  void commit();
+    void write(std::span<const std::byte> bytes);
+    void commit();
 
- private:
-  std::filesystem::path target_;
-  std::filesystem::path temp_path_;
-  int fd_ = -1;
+private:
+    std::filesystem::path target_;
+    std::filesystem::path temp_path_;
+    int fd_ = -1;
 };
 
 }  // namespace fajit::cache

@@ -1,8 +1,8 @@
 #include "cache/disk_cache.hpp"
 
 #include <exception>
-#include <stdexcept>
 #include <span>
+#include <stdexcept>
 #include <system_error>
 #include <utility>
 
@@ -27,8 +27,8 @@ constexpr std::chrono::seconds flush_interval{1};
 constexpr std::chrono::hours leftover_age{1};
 
 void mark_recently_used(const fs::path& path) {
-  // Best effort: a read-only cache still serves hits, it just cannot keep LRU order.
-  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+    // Best effort: a read-only cache still serves hits, it just cannot keep LRU order.
+    ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
 }
 
 }  // namespace
@@ -44,213 +44,215 @@ DiskCache::~DiskCache() { flush_stats(); }
 fs::path DiskCache::entry_path(std::string_view arch, const Key& key) const { return layout_.entry_path(arch, key); }
 
 std::optional<Entry> DiskCache::load(std::string_view arch, const Key& key) {
-  if (!config_.enabled) return std::nullopt;
-  std::optional<Entry> entry;
-  if (read_entry(arch, key, entry) == Lookup::found) {
-    count([](CacheStats& stats) { ++stats.hits; });
-  } else {
-    count([](CacheStats& stats) { ++stats.misses; });
-  }
-  return entry;
+    if (!config_.enabled) return std::nullopt;
+    std::optional<Entry> entry;
+    if (read_entry(arch, key, entry) == Lookup::found) {
+        count([](CacheStats& stats) { ++stats.hits; });
+    } else {
+        count([](CacheStats& stats) { ++stats.misses; });
+    }
+    return entry;
 }
 
 DiskCache::Lookup DiskCache::read_entry(std::string_view arch, const Key& key, std::optional<Entry>& entry) {
-  const fs::path path = layout_.entry_path(arch, key);
-  std::error_code error;
-  const auto bytes = read_file(path, error);
-  if (!bytes) {
-    if (error != std::errc::no_such_file_or_directory && error != std::errc::not_a_directory) {
-      logger_->debug("fa-jit cache: cannot read {}: {}", path.string(), error.message());
+    const fs::path path = layout_.entry_path(arch, key);
+    std::error_code error;
+    const auto bytes = read_file(path, error);
+    if (!bytes) {
+        if (error != std::errc::no_such_file_or_directory && error != std::errc::not_a_directory) {
+            logger_->debug("fa-jit cache: cannot read {}: {}", path.string(), error.message());
+        }
+        return Lookup::absent;
     }
-    return Lookup::absent;
-  }
-  DecodeResult decoded = decode_entry(*bytes);
-  if (!decoded.entry) {
-    logger_->warn("fa-jit cache: removing corrupt entry {}: {}", path.string(), decoded.error);
-    fs::remove(path, error);
-    count([](CacheStats& stats) { ++stats.corrupt_entries; });
-    return Lookup::corrupt;
-  }
-  mark_recently_used(path);
-  entry = std::move(decoded.entry);
-  return Lookup::found;
+    DecodeResult decoded = decode_entry(*bytes);
+    if (!decoded.entry) {
+        logger_->warn("fa-jit cache: removing corrupt entry {}: {}", path.string(), decoded.error);
+        fs::remove(path, error);
+        count([](CacheStats& stats) { ++stats.corrupt_entries; });
+        return Lookup::corrupt;
+    }
+    mark_recently_used(path);
+    entry = std::move(decoded.entry);
+    return Lookup::found;
 }
 
 bool DiskCache::publish(std::string_view arch, const Key& key, const Entry& entry) {
-  if (!config_.enabled) return false;
-  const fs::path path = layout_.entry_path(arch, key);
-  try {
-    const std::vector<std::byte> bytes = encode_entry(entry);
-    if (bytes.size() > config_.max_bytes) {
-      throw std::length_error("entry of " + std::to_string(bytes.size()) + " bytes exceeds max_bytes " +
-                              std::to_string(config_.max_bytes));
+    if (!config_.enabled) return false;
+    const fs::path path = layout_.entry_path(arch, key);
+    try {
+        const std::vector<std::byte> bytes = encode_entry(entry);
+        if (bytes.size() > config_.max_bytes) {
+            throw std::length_error("entry of " + std::to_string(bytes.size()) + " bytes exceeds max_bytes " +
+                                    std::to_string(config_.max_bytes));
+        }
+        fs::create_directories(path.parent_path());
+        for (const auto& leftover :
+             scan_leftovers_in(path.parent_path(), fs::file_time_type::clock::now() - leftover_age)) {
+            std::error_code ignored;
+            fs::remove(leftover, ignored);
+        }
+        make_room(bytes.size(), path);
+        AtomicFile file(path);
+        file.write(bytes);
+        file.commit();
+        return true;
+    } catch (const std::exception& error) {
+        count([](CacheStats& stats) { ++stats.publish_failures; });
+        warn_storage_problem_once("cannot store " + path.string() + ": " + error.what());
+        return false;
     }
-    fs::create_directories(path.parent_path());
-    for (const auto& leftover : scan_leftovers_in(path.parent_path(), fs::file_time_type::clock::now() - leftover_age)) {
-      std::error_code ignored;
-      fs::remove(leftover, ignored);
-    }
-    make_room(bytes.size(), path);
-    AtomicFile file(path);
-    file.write(bytes);
-    file.commit();
-    return true;
-  } catch (const std::exception& error) {
-    count([](CacheStats& stats) { ++stats.publish_failures; });
-    warn_storage_problem_once("cannot store " + path.string() + ": " + error.what());
-    return false;
-  }
 }
 
 void DiskCache::make_room(std::uint64_t incoming_bytes, const fs::path& replaced) {
-  std::vector<StoredEntry> others = scan_entries(layout_);
-  std::erase_if(others, [&](const StoredEntry& entry) { return entry.path == replaced; });
-  evict_entries(least_recently_used_beyond(std::move(others), config_.max_bytes - incoming_bytes));
+    std::vector<StoredEntry> others = scan_entries(layout_);
+    std::erase_if(others, [&](const StoredEntry& entry) { return entry.path == replaced; });
+    evict_entries(least_recently_used_beyond(std::move(others), config_.max_bytes - incoming_bytes));
 }
 
 PruneResult DiskCache::evict_entries(const std::vector<StoredEntry>& victims) {
-  PruneResult removed;
-  for (const auto& victim : victims) {
-    std::error_code error;
-    // Another process may have removed it first; only count our own removals.
-    if (!fs::remove(victim.path, error)) continue;
-    ++removed.removed_entries;
-    removed.removed_bytes += victim.size;
-  }
-  if (removed.removed_entries > 0) count([&](CacheStats& stats) { stats.evictions += removed.removed_entries; });
-  return removed;
+    PruneResult removed;
+    for (const auto& victim : victims) {
+        std::error_code error;
+        // Another process may have removed it first; only count our own removals.
+        if (!fs::remove(victim.path, error)) continue;
+        ++removed.removed_entries;
+        removed.removed_bytes += victim.size;
+    }
+    if (removed.removed_entries > 0) count([&](CacheStats& stats) { stats.evictions += removed.removed_entries; });
+    return removed;
 }
 
 Entry DiskCache::get_or_create(std::string_view arch, const Key& key, const std::function<Entry()>& produce) {
-  if (!config_.enabled) {
-    count([](CacheStats& stats) { ++stats.misses; });
-    return timed_produce(produce);
-  }
-  std::string flight_id(arch);
-  flight_id += '\n';
-  flight_id += key.hex();
-  SingleFlight::Result result =
-      in_process_flights_.run(flight_id, [&] { return produce_through_disk(arch, key, produce); });
-  if (result.shared) count([](CacheStats& stats) { ++stats.hits; });
-  return std::move(result.entry);
+    if (!config_.enabled) {
+        count([](CacheStats& stats) { ++stats.misses; });
+        return timed_produce(produce);
+    }
+    std::string flight_id(arch);
+    flight_id += '\n';
+    flight_id += key.hex();
+    SingleFlight::Result result =
+        in_process_flights_.run(flight_id, [&] { return produce_through_disk(arch, key, produce); });
+    if (result.shared) count([](CacheStats& stats) { ++stats.hits; });
+    return std::move(result.entry);
 }
 
 Entry DiskCache::produce_through_disk(std::string_view arch, const Key& key, const std::function<Entry()>& produce) {
-  std::optional<Entry> stored;
-  if (read_entry(arch, key, stored) == Lookup::found) {
-    count([](CacheStats& stats) { ++stats.hits; });
-    return std::move(*stored);
-  }
+    std::optional<Entry> stored;
+    if (read_entry(arch, key, stored) == Lookup::found) {
+        count([](CacheStats& stats) { ++stats.hits; });
+        return std::move(*stored);
+    }
 
-  const fs::path lock_path = layout_.lock_path(arch, key);
-  std::error_code ignored;
-  fs::create_directories(lock_path.parent_path(), ignored);
-  LockFile lock(lock_path, config_.lock_timeout);
-  const auto outcome = lock.acquire(config_.lock_timeout);
-  if (outcome == LockFile::Outcome::acquired_after_waiting || outcome == LockFile::Outcome::timed_out) {
-    count([&](CacheStats& stats) {
-      ++stats.lock_waits;
-      if (outcome == LockFile::Outcome::timed_out) ++stats.lock_timeouts;
-    });
-  }
-  if (outcome == LockFile::Outcome::timed_out) {
-    logger_->warn("fa-jit cache: gave up waiting for {} after {} s; compiling here too", lock_path.string(),
-                  config_.lock_timeout.count());
-  }
-  // Whoever held the lock (or finished just before we took it) has probably published.
-  if (outcome != LockFile::Outcome::unavailable && read_entry(arch, key, stored) == Lookup::found) {
-    count([](CacheStats& stats) { ++stats.hits; });
-    return std::move(*stored);
-  }
+    const fs::path lock_path = layout_.lock_path(arch, key);
+    std::error_code ignored;
+    fs::create_directories(lock_path.parent_path(), ignored);
+    LockFile lock(lock_path, config_.lock_timeout);
+    const auto outcome = lock.acquire(config_.lock_timeout);
+    if (outcome == LockFile::Outcome::acquired_after_waiting || outcome == LockFile::Outcome::timed_out) {
+        count([&](CacheStats& stats) {
+            ++stats.lock_waits;
+            if (outcome == LockFile::Outcome::timed_out) ++stats.lock_timeouts;
+        });
+    }
+    if (outcome == LockFile::Outcome::timed_out) {
+        logger_->warn("fa-jit cache: gave up waiting for {} after {} s; compiling here too", lock_path.string(),
+                      config_.lock_timeout.count());
+    }
+    // Whoever held the lock (or finished just before we took it) has probably published.
+    if (outcome != LockFile::Outcome::unavailable && read_entry(arch, key, stored) == Lookup::found) {
+        count([](CacheStats& stats) { ++stats.hits; });
+        return std::move(*stored);
+    }
 
-  count([](CacheStats& stats) { ++stats.misses; });
-  Entry entry = timed_produce(produce);
-  publish(arch, key, entry);
-  return entry;
+    count([](CacheStats& stats) { ++stats.misses; });
+    Entry entry = timed_produce(produce);
+    publish(arch, key, entry);
+    return entry;
 }
 
 Entry DiskCache::timed_produce(const std::function<Entry()>& produce) {
-  const auto start = std::chrono::steady_clock::now();
-  Entry entry = produce();
-  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  count([&](CacheStats& stats) {
-    ++stats.compiles;
-    stats.compile_seconds += took.count();
-  });
-  return entry;
+    const auto start = std::chrono::steady_clock::now();
+    Entry entry = produce();
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    count([&](CacheStats& stats) {
+        ++stats.compiles;
+        stats.compile_seconds += took.count();
+    });
+    return entry;
 }
 
 void DiskCache::evict(std::string_view arch, const Key& key) {
-  if (!config_.enabled) return;
-  const fs::path path = layout_.entry_path(arch, key);
-  std::error_code error;
-  if (fs::remove(path, error)) {
-    logger_->info("fa-jit cache: evicted rejected entry {}", path.string());
-    count([](CacheStats& stats) { ++stats.rejected_entries; });
-  }
+    if (!config_.enabled) return;
+    const fs::path path = layout_.entry_path(arch, key);
+    std::error_code error;
+    if (fs::remove(path, error)) {
+        logger_->info("fa-jit cache: evicted rejected entry {}", path.string());
+        count([](CacheStats& stats) { ++stats.rejected_entries; });
+    }
 }
 
 CacheStats DiskCache::session_stats() const {
-  std::lock_guard lock(stats_mutex_);
-  return session_;
+    std::lock_guard lock(stats_mutex_);
+    return session_;
 }
 
 CacheStats DiskCache::stats() const {
-  CacheStats total = config_.enabled ? read_stats_file(layout_.stats_path()) : CacheStats{};
-  std::lock_guard lock(stats_mutex_);
-  total += unflushed_;
-  return total;
+    CacheStats total = config_.enabled ? read_stats_file(layout_.stats_path()) : CacheStats{};
+    std::lock_guard lock(stats_mutex_);
+    total += unflushed_;
+    return total;
 }
 
 void DiskCache::flush_stats() {
-  if (!config_.enabled) return;
-  // One flusher at a time; a concurrent caller's counts go out with the next flush.
-  std::unique_lock flushing(flush_mutex_, std::try_to_lock);
-  if (!flushing) return;
-  CacheStats delta;
-  {
-    std::lock_guard lock(stats_mutex_);
-    if (unflushed_ == CacheStats{}) return;
-    delta = std::exchange(unflushed_, CacheStats{});
-    last_flush_ = std::chrono::steady_clock::now();
-  }
-  const bool written = update_stats_file(layout_.stats_path(), [&](CacheStats total) {
-    total += delta;
-    return total;
-  });
-  if (!written) {
-    std::lock_guard lock(stats_mutex_);
-    unflushed_ += delta;
-  }
+    if (!config_.enabled) return;
+    // One flusher at a time; a concurrent caller's counts go out with the next flush.
+    std::unique_lock flushing(flush_mutex_, std::try_to_lock);
+    if (!flushing) return;
+    CacheStats delta;
+    {
+        std::lock_guard lock(stats_mutex_);
+        if (unflushed_ == CacheStats{}) return;
+        delta = std::exchange(unflushed_, CacheStats{});
+        last_flush_ = std::chrono::steady_clock::now();
+    }
+    const bool written = update_stats_file(layout_.stats_path(), [&](CacheStats total) {
+        total += delta;
+        return total;
+    });
+    if (!written) {
+        std::lock_guard lock(stats_mutex_);
+        unflushed_ += delta;
+    }
 }
 
 void DiskCache::zero_stats() {
-  {
-    std::lock_guard lock(stats_mutex_);
-    session_ = {};
-    unflushed_ = {};
-  }
-  if (config_.enabled) update_stats_file(layout_.stats_path(), [](CacheStats) { return CacheStats{}; });
+    {
+        std::lock_guard lock(stats_mutex_);
+        session_ = {};
+        unflushed_ = {};
+    }
+    if (config_.enabled) update_stats_file(layout_.stats_path(), [](CacheStats) { return CacheStats{}; });
 }
 
 void DiskCache::count(const std::function<void(CacheStats&)>& event) {
-  bool flush_due = false;
-  {
-    std::lock_guard lock(stats_mutex_);
-    event(session_);
-    event(unflushed_);
-    flush_due = std::chrono::steady_clock::now() - last_flush_ >= flush_interval;
-  }
-  if (flush_due) flush_stats();
+    bool flush_due = false;
+    {
+        std::lock_guard lock(stats_mutex_);
+        event(session_);
+        event(unflushed_);
+        flush_due = std::chrono::steady_clock::now() - last_flush_ >= flush_interval;
+    }
+    if (flush_due) flush_stats();
 }
 
 void DiskCache::warn_storage_problem_once(const std::string& message) {
-  if (storage_problem_reported_.exchange(true)) {
-    logger_->debug("fa-jit cache: {}", message);
-  } else {
-    logger_->warn("fa-jit cache: {}; compiled kernels are kept in memory only (further problems are logged at debug level)",
-                  message);
-  }
+    if (storage_problem_reported_.exchange(true)) {
+        logger_->debug("fa-jit cache: {}", message);
+    } else {
+        logger_->warn(
+            "fa-jit cache: {}; compiled kernels are kept in memory only (further problems are logged at debug level)",
+            message);
+    }
 }
 
 }  // namespace fajit::cache

@@ -28,116 +28,116 @@ class logger;
 namespace fajit::cache {
 
 struct DiskCacheConfig {
-  std::filesystem::path root;
-  std::uint64_t max_bytes = 2ull << 30;  // total size of entries, enforced on publish
-  bool enabled = true;                   // false: nothing touches disk, get_or_create just produces
-  // How long a waiter waits for another producer's lock, and how old a lock must be to be broken.
-  std::chrono::seconds lock_timeout{60};
-  std::shared_ptr<spdlog::logger> logger{};  // null: spdlog's default logger
+    std::filesystem::path root;
+    std::uint64_t max_bytes = 2ull << 30;  // total size of entries, enforced on publish
+    bool enabled = true;                   // false: nothing touches disk, get_or_create just produces
+    // How long a waiter waits for another producer's lock, and how old a lock must be to be broken.
+    std::chrono::seconds lock_timeout{60};
+    std::shared_ptr<spdlog::logger> logger{};  // null: spdlog's default logger
 };
 
 // What list() reports about one entry.
 struct EntryInfo {
-  std::string arch;
-  Key key;
-  std::filesystem::path path;
-  std::uint64_t size = 0;
-  std::filesystem::file_time_type modified;  // last publish or hit
-  nlohmann::json metadata;                   // null if the entry is too damaged to show it
+    std::string arch;
+    Key key;
+    std::filesystem::path path;
+    std::uint64_t size = 0;
+    std::filesystem::file_time_type modified;  // last publish or hit
+    nlohmann::json metadata;                   // null if the entry is too damaged to show it
 };
 
 // What verify() found wrong with one entry.
 struct BadEntry {
-  std::string arch;
-  Key key;
-  std::filesystem::path path;
-  std::string error;
+    std::string arch;
+    Key key;
+    std::filesystem::path path;
+    std::string error;
 };
 
 // Selects entries to remove: those of `arch` (all archs if unset), then of those the ones
 // older than `older_than`, then least recently used ones until the rest fit in `max_bytes`.
 // With neither bound set, every selected entry goes.
 struct PruneOptions {
-  std::optional<std::uint64_t> max_bytes{};
-  std::optional<std::chrono::seconds> older_than{};
-  std::optional<std::string> arch{};
+    std::optional<std::uint64_t> max_bytes{};
+    std::optional<std::chrono::seconds> older_than{};
+    std::optional<std::string> arch{};
 };
 
 struct PruneResult {
-  std::uint64_t removed_entries = 0;
-  std::uint64_t removed_bytes = 0;
+    std::uint64_t removed_entries = 0;
+    std::uint64_t removed_bytes = 0;
 };
 
 // The on-disk content-addressed store of compiled code objects, shared by threads and
 // processes. Safe to call from several threads. Storage problems never throw out of it:
 // they are logged once and the cache degrades to producing every time.
 class DiskCache {
- public:
-  explicit DiskCache(DiskCacheConfig config);
-  ~DiskCache();  // flushes stats
-  DiskCache(const DiskCache&) = delete;
-  DiskCache& operator=(const DiskCache&) = delete;
+public:
+    explicit DiskCache(DiskCacheConfig config);
+    ~DiskCache();  // flushes stats
+    DiskCache(const DiskCache&) = delete;
+    DiskCache& operator=(const DiskCache&) = delete;
 
-  // A damaged entry is logged, removed, counted and reported as a miss; it is never returned.
-  // A hit marks the entry as recently used.
-  std::optional<Entry> load(std::string_view arch, const Key& key);
-  // Atomic: readers see the whole entry or none. Evicts least recently used entries to stay
-  // within max_bytes. False (warned once) if the entry cannot be stored.
-  bool publish(std::string_view arch, const Key& key, const Entry& entry);
-  // The stored entry, or produce()'s result, stored for next time. Concurrent requests for one
-  // key, from threads or processes, run produce once; a process that waits longer than
-  // lock_timeout produces for itself. Exceptions from produce propagate (to all waiting threads).
-  Entry get_or_create(std::string_view arch, const Key& key, const std::function<Entry()>& produce);
-  // Removes an entry that turned out unusable, e.g. a code object the GPU loader refused.
-  void evict(std::string_view arch, const Key& key);
+    // A damaged entry is logged, removed, counted and reported as a miss; it is never returned.
+    // A hit marks the entry as recently used.
+    std::optional<Entry> load(std::string_view arch, const Key& key);
+    // Atomic: readers see the whole entry or none. Evicts least recently used entries to stay
+    // within max_bytes. False (warned once) if the entry cannot be stored.
+    bool publish(std::string_view arch, const Key& key, const Entry& entry);
+    // The stored entry, or produce()'s result, stored for next time. Concurrent requests for one
+    // key, from threads or processes, run produce once; a process that waits longer than
+    // lock_timeout produces for itself. Exceptions from produce propagate (to all waiting threads).
+    Entry get_or_create(std::string_view arch, const Key& key, const std::function<Entry()>& produce);
+    // Removes an entry that turned out unusable, e.g. a code object the GPU loader refused.
+    void evict(std::string_view arch, const Key& key);
 
-  std::filesystem::path entry_path(std::string_view arch, const Key& key) const;
-  const DiskCacheConfig& config() const { return config_; }
+    std::filesystem::path entry_path(std::string_view arch, const Key& key) const;
+    const DiskCacheConfig& config() const { return config_; }
 
-  // What this instance did since it was created.
-  CacheStats session_stats() const;
-  // Totals over all processes: the persisted stats plus this instance's not yet flushed counts.
-  CacheStats stats() const;
-  // Counts are flushed to the stats file at most about once a second as events happen, and
-  // on destruction; this flushes now.
-  void flush_stats();
-  void zero_stats();
+    // What this instance did since it was created.
+    CacheStats session_stats() const;
+    // Totals over all processes: the persisted stats plus this instance's not yet flushed counts.
+    CacheStats stats() const;
+    // Counts are flushed to the stats file at most about once a second as events happen, and
+    // on destruction; this flushes now.
+    void flush_stats();
+    void zero_stats();
 
-  // Maintenance, for the command-line tool. On a disabled cache these see and change nothing.
-  std::vector<EntryInfo> list() const;
-  // Decodes every entry; returns the bad ones, removed (and counted as corrupt) if asked.
-  std::vector<BadEntry> verify(bool remove_bad);
-  // Also removes leftovers of killed writers (see remove_leftovers).
-  PruneResult prune(const PruneOptions& options);
-  // Removes every entry and leftover of this format version; stats are kept.
-  PruneResult clear();
-  // Removes temp and lock files not touched for `older_than`; returns how many.
-  std::size_t remove_leftovers(std::chrono::seconds older_than = std::chrono::hours(1));
+    // Maintenance, for the command-line tool. On a disabled cache these see and change nothing.
+    std::vector<EntryInfo> list() const;
+    // Decodes every entry; returns the bad ones, removed (and counted as corrupt) if asked.
+    std::vector<BadEntry> verify(bool remove_bad);
+    // Also removes leftovers of killed writers (see remove_leftovers).
+    PruneResult prune(const PruneOptions& options);
+    // Removes every entry and leftover of this format version; stats are kept.
+    PruneResult clear();
+    // Removes temp and lock files not touched for `older_than`; returns how many.
+    std::size_t remove_leftovers(std::chrono::seconds older_than = std::chrono::hours(1));
 
- private:
-  enum class Lookup { found, absent, corrupt };
-  Lookup read_entry(std::string_view arch, const Key& key, std::optional<Entry>& entry);
-  Entry produce_through_disk(std::string_view arch, const Key& key, const std::function<Entry()>& produce);
-  Entry timed_produce(const std::function<Entry()>& produce);
-  void make_room(std::uint64_t incoming_bytes, const std::filesystem::path& replaced);
-  PruneResult evict_entries(const std::vector<StoredEntry>& victims);
+private:
+    enum class Lookup { found, absent, corrupt };
+    Lookup read_entry(std::string_view arch, const Key& key, std::optional<Entry>& entry);
+    Entry produce_through_disk(std::string_view arch, const Key& key, const std::function<Entry()>& produce);
+    Entry timed_produce(const std::function<Entry()>& produce);
+    void make_room(std::uint64_t incoming_bytes, const std::filesystem::path& replaced);
+    PruneResult evict_entries(const std::vector<StoredEntry>& victims);
 
-  // Counts an event in both the session and the unflushed delta; may flush.
-  void count(const std::function<void(CacheStats&)>& event);
-  void warn_storage_problem_once(const std::string& message);
+    // Counts an event in both the session and the unflushed delta; may flush.
+    void count(const std::function<void(CacheStats&)>& event);
+    void warn_storage_problem_once(const std::string& message);
 
-  DiskCacheConfig config_;
-  Layout layout_;
-  std::shared_ptr<spdlog::logger> logger_;
-  SingleFlight in_process_flights_;
+    DiskCacheConfig config_;
+    Layout layout_;
+    std::shared_ptr<spdlog::logger> logger_;
+    SingleFlight in_process_flights_;
 
-  mutable std::mutex stats_mutex_;
-  CacheStats session_;
-  CacheStats unflushed_;
-  std::chrono::steady_clock::time_point last_flush_;
-  std::mutex flush_mutex_;
+    mutable std::mutex stats_mutex_;
+    CacheStats session_;
+    CacheStats unflushed_;
+    std::chrono::steady_clock::time_point last_flush_;
+    std::mutex flush_mutex_;
 
-  std::atomic<bool> storage_problem_reported_{false};
+    std::atomic<bool> storage_problem_reported_{false};
 };
 
 }  // namespace fajit::cache

@@ -13,92 +13,92 @@ namespace {
 namespace fs = std::filesystem;
 
 nlohmann::json read_metadata(const fs::path& path) {
-  std::error_code error;
-  const auto preamble = read_file(path, error, entry_preamble_size);
-  if (!preamble) return nullptr;
-  const auto prefix_size = metadata_prefix_size(*preamble);
-  if (!prefix_size) return nullptr;
-  const auto prefix = read_file(path, error, *prefix_size);
-  if (!prefix) return nullptr;
-  return peek_metadata(*prefix).value_or(nullptr);
+    std::error_code error;
+    const auto preamble = read_file(path, error, entry_preamble_size);
+    if (!preamble) return nullptr;
+    const auto prefix_size = metadata_prefix_size(*preamble);
+    if (!prefix_size) return nullptr;
+    const auto prefix = read_file(path, error, *prefix_size);
+    if (!prefix) return nullptr;
+    return peek_metadata(*prefix).value_or(nullptr);
 }
 
 }  // namespace
 
 std::vector<EntryInfo> DiskCache::list() const {
-  std::vector<EntryInfo> infos;
-  if (!config_.enabled) return infos;
-  for (auto& stored : scan_entries(layout_)) {
-    nlohmann::json metadata = read_metadata(stored.path);
-    infos.push_back(EntryInfo{std::move(stored.arch), stored.key, std::move(stored.path), stored.size,
-                              stored.modified, std::move(metadata)});
-  }
-  return infos;
+    std::vector<EntryInfo> infos;
+    if (!config_.enabled) return infos;
+    for (auto& stored : scan_entries(layout_)) {
+        nlohmann::json metadata = read_metadata(stored.path);
+        infos.push_back(EntryInfo{std::move(stored.arch), stored.key, std::move(stored.path), stored.size,
+                                  stored.modified, std::move(metadata)});
+    }
+    return infos;
 }
 
 std::vector<BadEntry> DiskCache::verify(bool remove_bad) {
-  std::vector<BadEntry> bad;
-  if (!config_.enabled) return bad;
-  for (auto& stored : scan_entries(layout_)) {
-    std::error_code error;
-    const auto bytes = read_file(stored.path, error);
-    if (!bytes && error == std::errc::no_such_file_or_directory) continue;  // removed meanwhile
-    std::string problem = bytes ? decode_entry(*bytes).error : "cannot read: " + error.message();
-    if (problem.empty()) continue;
-    if (remove_bad && fs::remove(stored.path, error)) count([](CacheStats& stats) { ++stats.corrupt_entries; });
-    bad.push_back(BadEntry{std::move(stored.arch), stored.key, std::move(stored.path), std::move(problem)});
-  }
-  return bad;
+    std::vector<BadEntry> bad;
+    if (!config_.enabled) return bad;
+    for (auto& stored : scan_entries(layout_)) {
+        std::error_code error;
+        const auto bytes = read_file(stored.path, error);
+        if (!bytes && error == std::errc::no_such_file_or_directory) continue;  // removed meanwhile
+        std::string problem = bytes ? decode_entry(*bytes).error : "cannot read: " + error.message();
+        if (problem.empty()) continue;
+        if (remove_bad && fs::remove(stored.path, error)) count([](CacheStats& stats) { ++stats.corrupt_entries; });
+        bad.push_back(BadEntry{std::move(stored.arch), stored.key, std::move(stored.path), std::move(problem)});
+    }
+    return bad;
 }
 
 PruneResult DiskCache::prune(const PruneOptions& options) {
-  if (!config_.enabled) return {};
-  remove_leftovers();
+    if (!config_.enabled) return {};
+    remove_leftovers();
 
-  std::vector<StoredEntry> candidates = scan_entries(layout_, options.arch);
-  std::vector<StoredEntry> victims;
-  if (!options.older_than && !options.max_bytes) {
-    victims = std::move(candidates);
-  }
-  if (options.older_than) {
-    const auto cutoff = fs::file_time_type::clock::now() - *options.older_than;
-    std::erase_if(candidates, [&](StoredEntry& entry) {
-      if (entry.modified >= cutoff) return false;
-      victims.push_back(std::move(entry));
-      return true;
-    });
-  }
-  if (options.max_bytes) {
-    for (auto& entry : least_recently_used_beyond(std::move(candidates), *options.max_bytes)) {
-      victims.push_back(std::move(entry));
+    std::vector<StoredEntry> candidates = scan_entries(layout_, options.arch);
+    std::vector<StoredEntry> victims;
+    if (!options.older_than && !options.max_bytes) {
+        victims = std::move(candidates);
     }
-  }
-  return evict_entries(victims);
+    if (options.older_than) {
+        const auto cutoff = fs::file_time_type::clock::now() - *options.older_than;
+        std::erase_if(candidates, [&](StoredEntry& entry) {
+            if (entry.modified >= cutoff) return false;
+            victims.push_back(std::move(entry));
+            return true;
+        });
+    }
+    if (options.max_bytes) {
+        for (auto& entry : least_recently_used_beyond(std::move(candidates), *options.max_bytes)) {
+            victims.push_back(std::move(entry));
+        }
+    }
+    return evict_entries(victims);
 }
 
 PruneResult DiskCache::clear() {
-  PruneResult result;
-  if (!config_.enabled) return result;
-  for (const auto& stored : scan_entries(layout_)) {
-    ++result.removed_entries;
-    result.removed_bytes += stored.size;
-  }
-  std::error_code error;
-  for (const auto& child : fs::directory_iterator(layout_.versioned_root(), error)) {
-    // Arch directories only: the stats file (and its lock) live beside them and survive a clear.
-    if (child.is_directory(error)) fs::remove_all(child.path(), error);
-  }
-  return result;
+    PruneResult result;
+    if (!config_.enabled) return result;
+    for (const auto& stored : scan_entries(layout_)) {
+        ++result.removed_entries;
+        result.removed_bytes += stored.size;
+    }
+    std::error_code error;
+    for (const auto& child : fs::directory_iterator(layout_.versioned_root(), error)) {
+        // Arch directories only: the stats file (and its lock) live beside them and survive a clear.
+        if (child.is_directory(error)) fs::remove_all(child.path(), error);
+    }
+    return result;
 }
 
 std::size_t DiskCache::remove_leftovers(std::chrono::seconds older_than) {
-  if (!config_.enabled) return 0;
-  std::size_t removed = 0;
-  for (const auto& leftover : scan_leftovers(layout_, fs::file_time_type::clock::now() - older_than)) {
-    std::error_code error;
-    if (fs::remove(leftover, error)) ++removed;
-  }
-  return removed;
+    if (!config_.enabled) return 0;
+    std::size_t removed = 0;
+    for (const auto& leftover : scan_leftovers(layout_, fs::file_time_type::clock::now() - older_than)) {
+        std::error_code error;
+        if (fs::remove(leftover, error)) ++removed;
+    }
+    return removed;
 }
 
 }  // namespace fajit::cache

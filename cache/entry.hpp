@@ -16,10 +16,10 @@ inline constexpr std::uint32_t entry_format_version = 1;
 
 // A cached artifact: free-form metadata (compiler log, lowered names, ...) and opaque bytes.
 struct Entry {
-  nlohmann::json metadata;
-  std::vector<std::byte> payload;
+    nlohmann::json metadata;
+    std::vector<std::byte> payload;
 
-  bool operator==(const Entry&) const = default;
+    bool operator==(const Entry&) const = default;
 };
 
 // Throws std::length_error if the metadata text exceeds the format's 4 GiB header limit,
@@ -27,8 +27,8 @@ struct Entry {
 std::vector<std::byte> encode_entry(const Entry& entry);
 
 struct DecodeResult {
-  std::optional<Entry> entry;
-  std::string error;  // empty on success, otherwise names what is wrong
+    std::optional<Entry> entry;
+    std::string error;  // empty on success, otherwise names what is wrong
 };
 
 // Accepts exactly the bytes encode_entry produces and nothing else; never reads outside `bytes`.

@@ -13,11 +13,11 @@ namespace fajit::cache {
 
 // An entry file found on disk (not decoded).
 struct StoredEntry {
-  std::string arch;
-  Key key;
-  std::filesystem::path path;
-  std::uint64_t size = 0;
-  std::filesystem::file_time_type modified;  // last publish or hit: the LRU clock
+    std::string arch;
+    Key key;
+    std::filesystem::path path;
+    std::uint64_t size = 0;
+    std::filesystem::file_time_type modified;  // last publish or hit: the LRU clock
 };
 
 // Every entry under the layout, or only those of `arch`. Temp files, lock files and names the

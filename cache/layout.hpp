@@ -17,19 +17,19 @@ namespace fajit::cache {
 // The format version in the path lets an old and a new fa-jit share one root without
 // reading each other's entries.
 class Layout {
- public:
-  explicit Layout(std::filesystem::path root);
+public:
+    explicit Layout(std::filesystem::path root);
 
-  const std::filesystem::path& root() const { return root_; }
-  // Holds every arch directory; what clear() empties.
-  std::filesystem::path versioned_root() const;
-  std::filesystem::path arch_directory(std::string_view arch) const;
-  std::filesystem::path entry_path(std::string_view arch, const Key& key) const;
-  std::filesystem::path lock_path(std::string_view arch, const Key& key) const;
-  std::filesystem::path stats_path() const;
+    const std::filesystem::path& root() const { return root_; }
+    // Holds every arch directory; what clear() empties.
+    std::filesystem::path versioned_root() const;
+    std::filesystem::path arch_directory(std::string_view arch) const;
+    std::filesystem::path entry_path(std::string_view arch, const Key& key) const;
+    std::filesystem::path lock_path(std::string_view arch, const Key& key) const;
+    std::filesystem::path stats_path() const;
 
- private:
-  std::filesystem::path root_;
+private:
+    std::filesystem::path root_;
 };
 
 // Arch names such as "gfx90a:sramecc+:xnack-" are kept whole so distinct targets never share

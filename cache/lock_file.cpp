@@ -1,14 +1,14 @@
 #include "cache/lock_file.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <optional>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
-#include <vector>
+#include <optional>
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -22,76 +22,76 @@ namespace fajit::cache {
 namespace {
 
 const std::string& host_name() {
-  static const std::string name = [] {
-    char buffer[256] = {};
-    if (::gethostname(buffer, sizeof buffer - 1) != 0) return std::string("unknown-host");
-    return std::string(buffer);
-  }();
-  return name;
+    static const std::string name = [] {
+        char buffer[256] = {};
+        if (::gethostname(buffer, sizeof buffer - 1) != 0) return std::string("unknown-host");
+        return std::string(buffer);
+    }();
+    return name;
 }
 
 std::int64_t now_unix_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 // Formatted and parsed without iostreams: the library runs inside host processes
 // (Python with PyTorch, for one) whose global locale state it must not depend on.
 std::string make_owner_record() {
-  // The nonce tells apart two locks of one process (several threads, or a recycled path).
-  static std::atomic<std::uint64_t> counter{0};
-  const std::uint64_t nonce = counter.fetch_add(1) ^ static_cast<std::uint64_t>(now_unix_ns());
-  return std::to_string(::getpid()) + ' ' + host_name() + ' ' + std::to_string(now_unix_ns()) + ' ' +
-         std::to_string(nonce) + '\n';
+    // The nonce tells apart two locks of one process (several threads, or a recycled path).
+    static std::atomic<std::uint64_t> counter{0};
+    const std::uint64_t nonce = counter.fetch_add(1) ^ static_cast<std::uint64_t>(now_unix_ns());
+    return std::to_string(::getpid()) + ' ' + host_name() + ' ' + std::to_string(now_unix_ns()) + ' ' +
+           std::to_string(nonce) + '\n';
 }
 
 struct OwnerRecord {
-  pid_t pid = 0;
-  std::string host;
-  std::int64_t created_unix_ns = 0;
+    pid_t pid = 0;
+    std::string host;
+    std::int64_t created_unix_ns = 0;
 };
 
 std::optional<OwnerRecord> parse_owner_record(const std::string& text) {
-  // "<pid> <host> <created ns> <nonce>\n"
-  std::vector<std::string_view> fields;
-  std::string_view rest(text);
-  while (!rest.empty()) {
-    const auto space = rest.find_first_of(" \n");
-    if (space != 0) fields.push_back(rest.substr(0, space));
-    if (space == std::string_view::npos) break;
-    rest.remove_prefix(space + 1);
-  }
-  if (fields.size() != 4) return std::nullopt;
-  OwnerRecord owner;
-  owner.host = std::string(fields[1]);
-  std::uint64_t nonce = 0;
-  const auto number = [](std::string_view field, auto& out) {
-    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), out);
-    return ec == std::errc{} && end == field.data() + field.size();
-  };
-  if (!number(fields[0], owner.pid) || !number(fields[2], owner.created_unix_ns) || !number(fields[3], nonce))
-    return std::nullopt;
-  return owner;
+    // "<pid> <host> <created ns> <nonce>\n"
+    std::vector<std::string_view> fields;
+    std::string_view rest(text);
+    while (!rest.empty()) {
+        const auto space = rest.find_first_of(" \n");
+        if (space != 0) fields.push_back(rest.substr(0, space));
+        if (space == std::string_view::npos) break;
+        rest.remove_prefix(space + 1);
+    }
+    if (fields.size() != 4) return std::nullopt;
+    OwnerRecord owner;
+    owner.host = std::string(fields[1]);
+    std::uint64_t nonce = 0;
+    const auto number = [](std::string_view field, auto& out) {
+        const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), out);
+        return ec == std::errc{} && end == field.data() + field.size();
+    };
+    if (!number(fields[0], owner.pid) || !number(fields[2], owner.created_unix_ns) || !number(fields[3], nonce))
+        return std::nullopt;
+    return owner;
 }
 
 bool process_is_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
 std::optional<std::string> read_text(const std::filesystem::path& path, std::error_code& error) {
-  auto bytes = read_file(path, error);
-  if (!bytes) return std::nullopt;
-  return std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+    auto bytes = read_file(path, error);
+    if (!bytes) return std::nullopt;
+    return std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size());
 }
 
 // Removes `path` only if it still holds `expected`; see the class comment for why this is
 // rename-then-check rather than check-then-unlink.
 bool remove_if_content_is(const std::filesystem::path& path, const std::string& expected) {
-  const std::filesystem::path aside = path.parent_path() / temp_file_name(path.filename().string());
-  if (::rename(path.c_str(), aside.c_str()) != 0) return false;
-  std::error_code error;
-  const bool matches = read_text(aside, error) == expected;
-  if (!matches) ::link(aside.c_str(), path.c_str());  // fails harmlessly if a newer lock exists
-  ::unlink(aside.c_str());
-  return matches;
+    const std::filesystem::path aside = path.parent_path() / temp_file_name(path.filename().string());
+    if (::rename(path.c_str(), aside.c_str()) != 0) return false;
+    std::error_code error;
+    const bool matches = read_text(aside, error) == expected;
+    if (!matches) ::link(aside.c_str(), path.c_str());  // fails harmlessly if a newer lock exists
+    ::unlink(aside.c_str());
+    return matches;
 }
 
 }  // namespace
@@ -102,63 +102,63 @@ LockFile::LockFile(std::filesystem::path path, std::chrono::milliseconds stale_a
 LockFile::~LockFile() { release(); }
 
 LockFile::Outcome LockFile::acquire(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = std::chrono::milliseconds(1);
-  for (bool first_attempt = true;; first_attempt = false) {
-    switch (try_create()) {
-      case Attempt::created:
-        return first_attempt ? Outcome::acquired : Outcome::acquired_after_waiting;
-      case Attempt::failed:
-        return Outcome::unavailable;
-      case Attempt::busy:
-        break;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto pause = std::chrono::milliseconds(1);
+    for (bool first_attempt = true;; first_attempt = false) {
+        switch (try_create()) {
+            case Attempt::created:
+                return first_attempt ? Outcome::acquired : Outcome::acquired_after_waiting;
+            case Attempt::failed:
+                return Outcome::unavailable;
+            case Attempt::busy:
+                break;
+        }
+        if (break_if_stale()) continue;
+        if (std::chrono::steady_clock::now() >= deadline) return Outcome::timed_out;
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(50));
     }
-    if (break_if_stale()) continue;
-    if (std::chrono::steady_clock::now() >= deadline) return Outcome::timed_out;
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(50));
-  }
 }
 
 void LockFile::release() {
-  if (!held_) return;
-  held_ = false;
-  // If a waiter judged this lock stale and took over, the file is now theirs; leave it.
-  remove_if_content_is(path_, owner_record_);
+    if (!held_) return;
+    held_ = false;
+    // If a waiter judged this lock stale and took over, the file is now theirs; leave it.
+    remove_if_content_is(path_, owner_record_);
 }
 
 LockFile::Attempt LockFile::try_create() {
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return errno == EEXIST ? Attempt::busy : Attempt::failed;
-  owner_record_ = make_owner_record();
-  const bool written = ::write(fd, owner_record_.data(), owner_record_.size()) ==
-                       static_cast<ssize_t>(owner_record_.size());
-  ::close(fd);
-  if (!written) {
-    ::unlink(path_.c_str());
-    return Attempt::failed;
-  }
-  held_ = true;
-  return Attempt::created;
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return errno == EEXIST ? Attempt::busy : Attempt::failed;
+    owner_record_ = make_owner_record();
+    const bool written =
+        ::write(fd, owner_record_.data(), owner_record_.size()) == static_cast<ssize_t>(owner_record_.size());
+    ::close(fd);
+    if (!written) {
+        ::unlink(path_.c_str());
+        return Attempt::failed;
+    }
+    held_ = true;
+    return Attempt::created;
 }
 
 bool LockFile::break_if_stale() {
-  std::error_code error;
-  const auto content = read_text(path_, error);
-  if (!content) return error == std::errc::no_such_file_or_directory;  // released meanwhile: retry at once
-  const auto owner = parse_owner_record(*content);
+    std::error_code error;
+    const auto content = read_text(path_, error);
+    if (!content) return error == std::errc::no_such_file_or_directory;  // released meanwhile: retry at once
+    const auto owner = parse_owner_record(*content);
 
-  bool stale = false;
-  if (owner) {
-    const bool owner_died = owner->host == host_name() && !process_is_alive(owner->pid);
-    const auto age = std::chrono::nanoseconds(now_unix_ns() - owner->created_unix_ns);
-    stale = owner_died || age > stale_after_;
-  } else {
-    // An empty or partial record: the owner is between create and write, or died there.
-    const auto modified = std::filesystem::last_write_time(path_, error);
-    stale = !error && std::filesystem::file_time_type::clock::now() - modified > stale_after_;
-  }
-  return stale && remove_if_content_is(path_, *content);
+    bool stale = false;
+    if (owner) {
+        const bool owner_died = owner->host == host_name() && !process_is_alive(owner->pid);
+        const auto age = std::chrono::nanoseconds(now_unix_ns() - owner->created_unix_ns);
+        stale = owner_died || age > stale_after_;
+    } else {
+        // An empty or partial record: the owner is between create and write, or died there.
+        const auto modified = std::filesystem::last_write_time(path_, error);
+        stale = !error && std::filesystem::file_time_type::clock::now() - modified > stale_after_;
+    }
+    return stale && remove_if_content_is(path_, *content);
 }
 
 }  // namespace fajit::cache

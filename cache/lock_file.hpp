@@ -16,33 +16,33 @@ namespace fajit::cache {
 // work, not against corruption: callers must stay correct (publishing atomically) if two
 // owners ever overlap.
 class LockFile {
- public:
-  enum class Outcome {
-    acquired,                // free at the first attempt
-    acquired_after_waiting,  // another owner held it (or a stale lock was broken) first
-    timed_out,               // a live owner kept it for the whole timeout
-    unavailable,             // the lock cannot be created at all, e.g. an unwritable directory
-  };
+public:
+    enum class Outcome {
+        acquired,                // free at the first attempt
+        acquired_after_waiting,  // another owner held it (or a stale lock was broken) first
+        timed_out,               // a live owner kept it for the whole timeout
+        unavailable,             // the lock cannot be created at all, e.g. an unwritable directory
+    };
 
-  LockFile(std::filesystem::path path, std::chrono::milliseconds stale_after);
-  ~LockFile();  // releases a held lock
-  LockFile(const LockFile&) = delete;
-  LockFile& operator=(const LockFile&) = delete;
+    LockFile(std::filesystem::path path, std::chrono::milliseconds stale_after);
+    ~LockFile();  // releases a held lock
+    LockFile(const LockFile&) = delete;
+    LockFile& operator=(const LockFile&) = delete;
 
-  Outcome acquire(std::chrono::milliseconds timeout);
-  void release();
-  bool held() const { return held_; }
+    Outcome acquire(std::chrono::milliseconds timeout);
+    void release();
+    bool held() const { return held_; }
 
- private:
-  enum class Attempt { created, busy, failed };
-  Attempt try_create();
-  // True if the current lock file was stale and has been removed.
-  bool break_if_stale();
+private:
+    enum class Attempt { created, busy, failed };
+    Attempt try_create();
+    // True if the current lock file was stale and has been removed.
+    bool break_if_stale();
 
-  std::filesystem::path path_;
-  std::chrono::milliseconds stale_after_;
-  std::string owner_record_;
-  bool held_ = false;
+    std::filesystem::path path_;
+    std::chrono::milliseconds stale_after_;
+    std::string owner_record_;
+    bool held_ = false;
 };
 
 }  // namespace fajit::cache

@@ -15,17 +15,17 @@ namespace fajit::cache {
 // result, or its exception. Once the call finishes the id is forgotten, so a later request
 // runs `produce` again (the disk cache answers it by then).
 class SingleFlight {
- public:
-  struct Result {
-    Entry entry;
-    bool shared;  // true if another caller's produce supplied the entry
-  };
+public:
+    struct Result {
+        Entry entry;
+        bool shared;  // true if another caller's produce supplied the entry
+    };
 
-  Result run(const std::string& id, const std::function<Entry()>& produce);
+    Result run(const std::string& id, const std::function<Entry()>& produce);
 
- private:
-  std::mutex mutex_;
-  std::map<std::string, std::shared_future<Entry>> in_flight_;
+private:
+    std::mutex mutex_;
+    std::map<std::string, std::shared_future<Entry>> in_flight_;
 };
 
 }  // namespace fajit::cache

@@ -19,31 +19,31 @@ constexpr auto counters = std::make_tuple(
 
 template <typename Visitor>
 void for_each_counter(Visitor&& visit) {
-  std::apply([&](const auto&... counter) { (visit(counter.first, counter.second), ...); }, counters);
+    std::apply([&](const auto&... counter) { (visit(counter.first, counter.second), ...); }, counters);
 }
 
 }  // namespace
 
 CacheStats& CacheStats::operator+=(const CacheStats& other) {
-  for_each_counter([&](const char*, auto member) { this->*member += other.*member; });
-  return *this;
+    for_each_counter([&](const char*, auto member) { this->*member += other.*member; });
+    return *this;
 }
 
 nlohmann::json to_json(const CacheStats& stats) {
-  nlohmann::json json = nlohmann::json::object();
-  for_each_counter([&](const char* name, auto member) { json[name] = stats.*member; });
-  return json;
+    nlohmann::json json = nlohmann::json::object();
+    for_each_counter([&](const char* name, auto member) { json[name] = stats.*member; });
+    return json;
 }
 
 CacheStats stats_from_json(const nlohmann::json& json) {
-  CacheStats stats;
-  if (!json.is_object()) return stats;
-  for_each_counter([&](const char* name, auto member) {
-    using Value = std::remove_reference_t<decltype(stats.*member)>;
-    const auto field = json.find(name);
-    if (field != json.end() && field->is_number()) stats.*member = field->template get<Value>();
-  });
-  return stats;
+    CacheStats stats;
+    if (!json.is_object()) return stats;
+    for_each_counter([&](const char* name, auto member) {
+        using Value = std::remove_reference_t<decltype(stats.*member)>;
+        const auto field = json.find(name);
+        if (field != json.end() && field->is_number()) stats.*member = field->template get<Value>();
+    });
+    return stats;
 }
 
 }  // namespace fajit::cache

@@ -21,27 +21,28 @@ constexpr std::chrono::milliseconds lock_stale_after{10'000};
 }  // namespace
 
 CacheStats read_stats_file(const std::filesystem::path& path) {
-  std::error_code error;
-  const auto bytes = read_file(path, error);
-  if (!bytes) return {};
-  const std::string_view text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
-  return stats_from_json(nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false));
+    std::error_code error;
+    const auto bytes = read_file(path, error);
+    if (!bytes) return {};
+    const std::string_view text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
+    return stats_from_json(nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false));
 }
 
 bool update_stats_file(const std::filesystem::path& path, const std::function<CacheStats(CacheStats)>& update) {
-  try {
-    std::filesystem::create_directories(path.parent_path());
-    LockFile lock(path.string() + ".lock", lock_stale_after);
-    const auto outcome = lock.acquire(lock_wait);
-    if (outcome != LockFile::Outcome::acquired && outcome != LockFile::Outcome::acquired_after_waiting) return false;
-    const std::string text = to_json(update(read_stats_file(path))).dump(2) + "\n";
-    AtomicFile file(path);
-    file.write(std::as_bytes(std::span(text)));
-    file.commit();
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
+    try {
+        std::filesystem::create_directories(path.parent_path());
+        LockFile lock(path.string() + ".lock", lock_stale_after);
+        const auto outcome = lock.acquire(lock_wait);
+        if (outcome != LockFile::Outcome::acquired && outcome != LockFile::Outcome::acquired_after_waiting)
+            return false;
+        const std::string text = to_json(update(read_stats_file(path))).dump(2) + "\n";
+        AtomicFile file(path);
+        file.write(std::as_bytes(std::span(text)));
+        file.commit();
+        return true;
+    } catch (const std::exception&) {
+        return false;
+    }
 }
 
 }  // namespace fajit::cache

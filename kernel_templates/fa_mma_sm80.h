@@ -106,8 +106,7 @@ FAJIT_DEVICE bool fa_mma_aligned(const void* pointer, const long long (&stride)[
 }
 
 template <class Spec>
-__global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / Spec::waves)
-    fa_mma_sm80(fa_params p) {
+__global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / Spec::waves) fa_mma_sm80(fa_params p) {
     using element = typename Spec::element;
     using layout = fa_mma_layout<Spec>;
     constexpr int head_dim = Spec::head_dim;
@@ -115,11 +114,11 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     constexpr int block_k = Spec::block_k;
     constexpr int stages = layout::stages;
     constexpr int warp_rows = block_q / Spec::waves;
-    constexpr int m_tiles = warp_rows / 16;     // 16-row tiles per warp
-    constexpr int dim_slices = head_dim / 16;   // k steps of Q K^T
-    constexpr int dim_tiles = head_dim / 8;     // 8-column tiles of O
-    constexpr int key_tiles = block_k / 8;      // 8-column tiles of S
-    constexpr int key_slices = block_k / 16;    // k steps of P V
+    constexpr int m_tiles = warp_rows / 16;    // 16-row tiles per warp
+    constexpr int dim_slices = head_dim / 16;  // k steps of Q K^T
+    constexpr int dim_tiles = head_dim / 8;    // 8-column tiles of O
+    constexpr int key_tiles = block_k / 8;     // 8-column tiles of S
+    constexpr int key_slices = block_k / 16;   // k steps of P V
     // Q as A fragments costs m_tiles * head_dim / 4 registers per lane; beyond 32 it
     // would crowd the O accumulator, so it is read again from shared memory each step.
     constexpr bool q_in_registers = m_tiles * head_dim <= 128;
@@ -145,8 +144,8 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     const element* q = static_cast<const element*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[1];
     const element* k = static_cast<const element*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[1];
     const element* v = static_cast<const element*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
-    const bool aligned = fa_mma_aligned(p.q, p.q_stride) && fa_mma_aligned(p.k, p.k_stride) &&
-                         fa_mma_aligned(p.v, p.v_stride);
+    const bool aligned =
+        fa_mma_aligned(p.q, p.q_stride) && fa_mma_aligned(p.k, p.k_stride) && fa_mma_aligned(p.v, p.v_stride);
 
     const int rows_here = min(block_q, p.len_q - row0);
     const int key_end = fa_visible_keys(Spec::causal, row0 + rows_here - 1, p.len_q, p.len_k);
@@ -193,7 +192,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     // ldmatrix row addresses: lane l serves row l%8 of matrix l/8.
     const int matrix = lane / 8;
     const int matrix_row = lane % 8;
-    const auto q_fragment = [&](unsigned int (&a)[4], int m, int slice) {
+    const auto q_fragment = [&](unsigned int(&a)[4], int m, int slice) {
         // Matrices: rows 0-7 / 8-15 of the row tile (bit 0), dims +0 / +8 (bit 1).
         const int row = warp * warp_rows + 16 * m + 8 * (matrix % 2) + matrix_row;
         fa_sm80_ldmatrix_x4(a, q_tile + layout::offset(row, 2 * slice + matrix / 2));
@@ -241,8 +240,8 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
             for (int n = 0; n < key_tiles; n += 2) {
                 // Matrices: keys of tile n / n+1 (bit 1), dims +0 / +8 (bit 0).
                 unsigned int b[4];
-                fa_sm80_ldmatrix_x4(b, k_stage + layout::offset(8 * n + 8 * (matrix / 2) + matrix_row,
-                                                                2 * slice + matrix % 2));
+                fa_sm80_ldmatrix_x4(
+                    b, k_stage + layout::offset(8 * n + 8 * (matrix / 2) + matrix_row, 2 * slice + matrix % 2));
 #pragma unroll
                 for (int m = 0; m < m_tiles; ++m) {
                     fa_sm80_mma_m16n8k16<element>(score[m][n], a[m], b[0], b[1]);
@@ -284,8 +283,8 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 correction[m][h] = 1.0f;
-                const bool counted = t == 0 && warp_row0 + 16 * m + g + 8 * h < p.len_q &&
-                                     step_max[m][h] != fa_neg_inf();
+                const bool counted =
+                    t == 0 && warp_row0 + 16 * m + g + 8 * h < p.len_q && step_max[m][h] != fa_neg_inf();
                 if (step_max[m][h] > frame[m][h] + margin_log2) {
                     if (counted && frame[m][h] != fa_neg_inf()) fa_count(p, FA_COUNT_FRAME_MOVES);
                     correction[m][h] = fa_sm80_exp2(frame[m][h] - step_max[m][h]);

@@ -295,7 +295,8 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
         for (int t = 0; t < dim_tiles; ++t)
 #pragma unroll
             for (int i = 0; i < 8; ++i)
-                o_row[16 * t + 2 * i + half] = static_cast<unsigned short>(fa_float_to_bits<element>(out[t].x[i] * inverse));
+                o_row[16 * t + 2 * i + half] =
+                    static_cast<unsigned short>(fa_float_to_bits<element>(out[t].x[i] * inverse));
         if (p.lse && half == 0)
             p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.len_q + row] =
                 sum > 0.0f ? (frame + fa_log2(sum)) * FAJIT_LN2 : fa_neg_inf();

@@ -35,13 +35,17 @@ struct fa_params {
     int heads_kv;
     int len_q;
     int len_k;
-    float scale;                         // softmax scale applied to q.k
+    float scale;  // softmax scale applied to q.k
 };
 static_assert(sizeof(fa_params) == 168, "fa_params layout changed: update kernel_arguments.hpp too");
 
 // ---- element types: 16-bit floats are raw bits so no toolkit header is needed --
-struct fa_f16 { unsigned short bits; };
-struct fa_bf16 { unsigned short bits; };
+struct fa_f16 {
+    unsigned short bits;
+};
+struct fa_bf16 {
+    unsigned short bits;
+};
 
 FAJIT_DEVICE float fa_to_float(float x) { return x; }
 FAJIT_DEVICE float fa_to_float(fa_bf16 x) { return __uint_as_float(static_cast<unsigned int>(x.bits) << 16); }
@@ -55,15 +59,21 @@ FAJIT_DEVICE float fa_to_float(fa_f16 x) {
 #endif
 }
 
-template <class T> FAJIT_DEVICE T fa_from_float(float x);
-template <> FAJIT_DEVICE float fa_from_float<float>(float x) { return x; }
-template <> FAJIT_DEVICE fa_bf16 fa_from_float<fa_bf16>(float x) {
+template <class T>
+FAJIT_DEVICE T fa_from_float(float x);
+template <>
+FAJIT_DEVICE float fa_from_float<float>(float x) {
+    return x;
+}
+template <>
+FAJIT_DEVICE fa_bf16 fa_from_float<fa_bf16>(float x) {
     unsigned int bits = __float_as_uint(x);
     if ((bits & 0x7fffffffu) > 0x7f800000u) return fa_bf16{0x7fc0};  // NaN stays NaN
     bits += 0x7fffu + ((bits >> 16) & 1u);                           // round to nearest even
     return fa_bf16{static_cast<unsigned short>(bits >> 16)};
 }
-template <> FAJIT_DEVICE fa_f16 fa_from_float<fa_f16>(float x) {
+template <>
+FAJIT_DEVICE fa_f16 fa_from_float<fa_f16>(float x) {
 #if FAJIT_AMD
     return fa_f16{__builtin_bit_cast(unsigned short, static_cast<_Float16>(x))};
 #else
@@ -159,21 +169,32 @@ FAJIT_DEVICE void fa_count(const fa_params& p, int counter) {
 //              i.e. B = C, or read as A, A = C^T. Lane l owns C's even or odd rows
 //              (by l/16), so one exchange with lane l^16 completes the k-vector.
 //   fa_exchange_halves(x)          the value lane l^16 holds (permlanex16 on gfx11).
-#if FAJIT_AMD && (defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__) || \
-                  defined(__gfx1103__) || defined(__gfx1150__) || defined(__gfx1151__) || \
-                  defined(__gfx1152__) || defined(__GFX11__))
+#if FAJIT_AMD && (defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__) || defined(__gfx1103__) || \
+                  defined(__gfx1150__) || defined(__gfx1151__) || defined(__gfx1152__) || defined(__GFX11__))
 #define FAJIT_WMMA_NATIVE 1
 #else
 #define FAJIT_WMMA_NATIVE 0
 #endif
 
-template <class A, class B> struct fa_same_type { static constexpr bool value = false; };
-template <class A> struct fa_same_type<A, A> { static constexpr bool value = true; };
+template <class A, class B>
+struct fa_same_type {
+    static constexpr bool value = false;
+};
+template <class A>
+struct fa_same_type<A, A> {
+    static constexpr bool value = true;
+};
 
-struct fa_tile_c { float x[8]; };
-struct fa_tile_ab { unsigned int w[8]; };
+struct fa_tile_c {
+    float x[8];
+};
+struct fa_tile_ab {
+    unsigned int w[8];
+};
 // 16 bytes moved as one 128-bit load or store.
-struct alignas(16) fa_u32x4 { unsigned int x, y, z, w; };
+struct alignas(16) fa_u32x4 {
+    unsigned int x, y, z, w;
+};
 
 #if FAJIT_WMMA_NATIVE
 typedef float fa_v8f __attribute__((ext_vector_type(8)));
@@ -208,12 +229,16 @@ FAJIT_DEVICE float fa_exchange_halves(float value) {
 }
 
 // Raw 16-bit bits <-> float for the element types the tiles carry.
-template <class T> FAJIT_DEVICE float fa_bits_to_float(unsigned int bits) {
+template <class T>
+FAJIT_DEVICE float fa_bits_to_float(unsigned int bits) {
     T value;
     value.bits = static_cast<unsigned short>(bits);
     return fa_to_float(value);
 }
-template <class T> FAJIT_DEVICE unsigned int fa_float_to_bits(float x) { return fa_from_float<T>(x).bits; }
+template <class T>
+FAJIT_DEVICE unsigned int fa_float_to_bits(float x) {
+    return fa_from_float<T>(x).bits;
+}
 
 #if !FAJIT_WMMA_NATIVE
 // Emulation. Lane l computes C[2v + h][n] for h = l/16, n = l%16. Its own B register
@@ -269,8 +294,7 @@ template <class T>
 FAJIT_DEVICE fa_tile_ab fa_tile_c_to_b(const fa_tile_c& c) {
     const int half = fa_lane() / 16;
     unsigned int mine[4];
-    for (int j = 0; j < 4; ++j)
-        mine[j] = fa_float_to_bits<T>(c.x[2 * j]) | (fa_float_to_bits<T>(c.x[2 * j + 1]) << 16);
+    for (int j = 0; j < 4; ++j) mine[j] = fa_float_to_bits<T>(c.x[2 * j]) | (fa_float_to_bits<T>(c.x[2 * j + 1]) << 16);
     fa_tile_ab out;
     for (int j = 0; j < 4; ++j) {
         // mine[j] holds rows 4j + half and 4j + 2 + half; theirs the other parity.
@@ -300,7 +324,8 @@ FAJIT_DEVICE void fa_sm80_cp_async16(unsigned int shared, const void* global, in
 }
 FAJIT_DEVICE void fa_sm80_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // Waits until at most `pending` committed groups of this thread are still in flight.
-template <int pending> FAJIT_DEVICE void fa_sm80_cp_async_wait() {
+template <int pending>
+FAJIT_DEVICE void fa_sm80_cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
 
@@ -332,19 +357,22 @@ template <class T>
 FAJIT_DEVICE void fa_sm80_mma_m16n8k16(float (&d)[4], const unsigned int (&a)[4], unsigned int b0, unsigned int b1) {
     static_assert(sizeof(T) == 2, "mma operands are 16-bit");
     if constexpr (fa_same_type<T, fa_bf16>::value)
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                     "{%8, %9}, {%0, %1, %2, %3};\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+            "{%8, %9}, {%0, %1, %2, %3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
     else
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-                     "{%8, %9}, {%0, %1, %2, %3};\n"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+            "{%8, %9}, {%0, %1, %2, %3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 // Two floats rounded to nearest into one register of T pairs, lo in the low half.
-template <class T> FAJIT_DEVICE unsigned int fa_sm80_pack2(float lo, float hi) {
+template <class T>
+FAJIT_DEVICE unsigned int fa_sm80_pack2(float lo, float hi) {
     unsigned int packed;
     if constexpr (fa_same_type<T, fa_bf16>::value)
         asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));

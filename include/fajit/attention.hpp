@@ -23,23 +23,23 @@ struct LseShape {
 };
 
 struct AttentionArgs {
-    const void* q = nullptr;  // [batch, heads_q, len_q, head_dim] via q_strides
-    const void* k = nullptr;  // [batch, heads_kv, len_k, head_dim] via k_strides
-    const void* v = nullptr;  // [batch, heads_kv, len_k, head_dim] via v_strides
-    void* o = nullptr;        // [batch, heads_q, len_q, head_dim] via o_strides
-    float* lse = nullptr;     // optional contiguous [batch, heads_q, len_q] f32 natural-log sum-exp
-    LseShape lse_shape;       // with lse: must be {batch, heads_q, len_q}; without: all zero
-    DType dtype = DType::f16; // of q, k, v and o
+    const void* q = nullptr;   // [batch, heads_q, len_q, head_dim] via q_strides
+    const void* k = nullptr;   // [batch, heads_kv, len_k, head_dim] via k_strides
+    const void* v = nullptr;   // [batch, heads_kv, len_k, head_dim] via v_strides
+    void* o = nullptr;         // [batch, heads_q, len_q, head_dim] via o_strides
+    float* lse = nullptr;      // optional contiguous [batch, heads_q, len_q] f32 natural-log sum-exp
+    LseShape lse_shape;        // with lse: must be {batch, heads_q, len_q}; without: all zero
+    DType dtype = DType::f16;  // of q, k, v and o
     int batch = 0;
     int heads_q = 0;
-    int heads_kv = 0;         // heads_q must be a multiple (grouped-query attention)
+    int heads_kv = 0;  // heads_q must be a multiple (grouped-query attention)
     int len_q = 0;
     int len_k = 0;
     int head_dim = 0;
     Strides q_strides, k_strides, v_strides, o_strides;
-    float scale = 0.0f;       // softmax scale, typically 1/sqrt(head_dim)
+    float scale = 0.0f;  // softmax scale, typically 1/sqrt(head_dim)
     CausalMode causal = CausalMode::none;
-    int device = 0;           // device ordinal within the backend that runs it
+    int device = 0;  // device ordinal within the backend that runs it
     // Tests only: a device buffer of 2 counters (frame moves, frames kept) that kernels
     // add to when compiled with Options::debug_counters.
     unsigned long long* debug_counters = nullptr;

@@ -55,11 +55,7 @@ enum {
  *   TOP_LEFT:     j <= i
  *   BOTTOM_RIGHT: j <= i + len_k - len_q  (queries are the last len_q positions: chunked
  *                 prefill and decode). A row that sees no key gets o = 0 and lse = -inf. */
-enum {
-    FAJIT_CAUSAL_NONE = 0,
-    FAJIT_CAUSAL_TOP_LEFT = 1,
-    FAJIT_CAUSAL_BOTTOM_RIGHT = 2
-};
+enum { FAJIT_CAUSAL_NONE = 0, FAJIT_CAUSAL_TOP_LEFT = 1, FAJIT_CAUSAL_BOTTOM_RIGHT = 2 };
 
 typedef struct fajit_runtime fajit_runtime;
 
@@ -98,11 +94,11 @@ typedef struct fajit_attention_args {
     /* sizeof(fajit_attention_args) as the caller was compiled: catches a header/library
      * mismatch instead of reading past the caller's struct. */
     uint32_t struct_size;
-    int32_t dtype;         /* FAJIT_DTYPE_* of q, k, v and o */
-    const void* q;         /* device pointer, [batch, heads_q, len_q, head_dim] by q_strides */
-    const void* k;         /* device pointer, [batch, heads_kv, len_k, head_dim] by k_strides */
-    const void* v;         /* device pointer, [batch, heads_kv, len_k, head_dim] by v_strides */
-    void* o;               /* device pointer, [batch, heads_q, len_q, head_dim] by o_strides; written */
+    int32_t dtype; /* FAJIT_DTYPE_* of q, k, v and o */
+    const void* q; /* device pointer, [batch, heads_q, len_q, head_dim] by q_strides */
+    const void* k; /* device pointer, [batch, heads_kv, len_k, head_dim] by k_strides */
+    const void* v; /* device pointer, [batch, heads_kv, len_k, head_dim] by v_strides */
+    void* o;       /* device pointer, [batch, heads_q, len_q, head_dim] by o_strides; written */
     /* Optional device pointer to f32 natural-log sum-exp of the scaled scores per query row,
      * contiguous [batch, heads_q, len_q]; NULL for none. */
     float* lse;
@@ -115,15 +111,15 @@ typedef struct fajit_attention_args {
     int32_t lse_batch;
     int32_t lse_heads;
     int32_t lse_length;
-    int32_t batch;         /* >= 1, at most 65535 */
-    int32_t heads_q;       /* >= 1, at most 65535, a multiple of heads_kv */
-    int32_t heads_kv;      /* >= 1 */
-    int32_t len_q;         /* >= 1 */
-    int32_t len_k;         /* >= 1 */
-    int32_t head_dim;      /* 16..256 in steps of 8 */
-    int32_t causal;        /* FAJIT_CAUSAL_* */
-    float scale;           /* softmax scale, finite; typically 1/sqrt(head_dim) */
-    int32_t device;        /* device ordinal within the backend that runs (CUDA or HIP numbering) */
+    int32_t batch;    /* >= 1, at most 65535 */
+    int32_t heads_q;  /* >= 1, at most 65535, a multiple of heads_kv */
+    int32_t heads_kv; /* >= 1 */
+    int32_t len_q;    /* >= 1 */
+    int32_t len_k;    /* >= 1 */
+    int32_t head_dim; /* 16..256 in steps of 8 */
+    int32_t causal;   /* FAJIT_CAUSAL_* */
+    float scale;      /* softmax scale, finite; typically 1/sqrt(head_dim) */
+    int32_t device;   /* device ordinal within the backend that runs (CUDA or HIP numbering) */
 } fajit_attention_args;
 
 /* The library's version, e.g. "0.1.0". Never NULL. */
@@ -159,8 +155,8 @@ FAJIT_API fajit_status fajit_attention(fajit_runtime* runtime, const fajit_atten
 /* Writes the canonical spec fajit_attention runs for args (after any fallback), NUL-
  * terminated, into buffer[0..size). Prepares the variant as fajit_attention would. A
  * buffer too small is FAJIT_ERROR_INVALID_ARGUMENT naming the size needed. */
-FAJIT_API fajit_status fajit_selected_variant(fajit_runtime* runtime, const fajit_attention_args* args,
-                                              char* buffer, size_t size);
+FAJIT_API fajit_status fajit_selected_variant(fajit_runtime* runtime, const fajit_attention_args* args, char* buffer,
+                                              size_t size);
 
 #ifdef __cplusplus
 }

@@ -22,12 +22,12 @@ struct KernelSpec {
     Family family = Family::scalar;
     int head_dim = 128;
     DType dtype = DType::f16;
-    int block_q = 4;        // query rows per thread block
-    int block_k = 64;       // keys per block step; the rescale decision is made once per step
-    int waves = 4;          // waves (warps) per thread block
+    int block_q = 4;   // query rows per thread block
+    int block_k = 64;  // keys per block step; the rescale decision is made once per step
+    int waves = 4;     // waves (warps) per thread block
     float rescale_margin = 0.0f;
     CausalMode causal = CausalMode::none;
-    std::string arch;       // full target name with features, e.g. gfx942:sramecc+:xnack- or sm_90a
+    std::string arch;  // full target name with features, e.g. gfx942:sramecc+:xnack- or sm_90a
 
     bool operator==(const KernelSpec&) const = default;
 };

@@ -51,16 +51,16 @@ private:
 
 struct CompiledKernel {
     KernelSpec spec;
-    std::string key;                 // cache key, 32 hex digits
-    std::vector<std::byte> code;     // AMDGPU code object or cubin
+    std::string key;              // cache key, 32 hex digits
+    std::vector<std::byte> code;  // AMDGPU code object or cubin
     std::string lowered_name;
     std::string log;
-    double compile_seconds = 0.0;    // of the compile that produced it, wherever that ran
-    bool compiled_now = false;       // false when memory or disk had it
+    double compile_seconds = 0.0;  // of the compile that produced it, wherever that ran
+    bool compiled_now = false;     // false when memory or disk had it
 };
 
 struct Device {
-    std::string backend;             // "hip" or "cuda"
+    std::string backend;  // "hip" or "cuda"
     int ordinal = 0;
     std::string name;
     std::string arch;

@@ -20,17 +20,17 @@ struct CompileRequest {
 
 struct CompileResult {
     bool ok = false;
-    std::vector<std::byte> code;               // AMDGPU code object or cubin
-    std::string log;                            // the compiler's full log, also on success
-    std::vector<std::string> lowered_names;     // one per name expression, never empty when ok
+    std::vector<std::byte> code;             // AMDGPU code object or cubin
+    std::string log;                         // the compiler's full log, also on success
+    std::vector<std::string> lowered_names;  // one per name expression, never empty when ok
 };
 
 struct DeviceInfo {
     int ordinal = 0;
     std::string name;
-    std::string arch;                           // full target name, as compile() takes it
-    int compute_units = 0;                      // CUs (AMD) or SMs (NVIDIA)
-    std::size_t shared_memory_per_block = 0;    // bytes, the opt-in maximum where one exists
+    std::string arch;                         // full target name, as compile() takes it
+    int compute_units = 0;                    // CUs (AMD) or SMs (NVIDIA)
+    std::size_t shared_memory_per_block = 0;  // bytes, the opt-in maximum where one exists
 };
 
 struct LaunchShape {
@@ -45,14 +45,13 @@ public:
     // Launches with one by-value argument of argument_bytes bytes on stream
     // (hipStream_t / CUstream, null for the default stream). Returns an error
     // message, empty on success.
-    virtual std::string launch(const LaunchShape&, const void* argument, std::size_t argument_bytes,
-                               void* stream) = 0;
+    virtual std::string launch(const LaunchShape&, const void* argument, std::size_t argument_bytes, void* stream) = 0;
 };
 
 class Backend {
 public:
     virtual ~Backend() = default;
-    virtual std::string_view name() const = 0;            // "hip" or "cuda"
+    virtual std::string_view name() const = 0;              // "hip" or "cuda"
     virtual bool targets(std::string_view arch) const = 0;  // can compile for this arch family
     // Empty when the compiler library loaded; else why not.
     virtual std::string compiler_unavailable_reason() const = 0;

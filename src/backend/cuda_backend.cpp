@@ -35,14 +35,13 @@ struct Nvrtc {
             error = "NVRTC not found (" + library.error() + ")";
             return;
         }
-        const bool bound = library.bind(version, "nvrtcVersion") && library.bind(create, "nvrtcCreateProgram") &&
-                           library.bind(destroy, "nvrtcDestroyProgram") &&
-                           library.bind(compile, "nvrtcCompileProgram") &&
-                           library.bind(log_size, "nvrtcGetProgramLogSize") &&
-                           library.bind(log, "nvrtcGetProgramLog") && library.bind(cubin_size, "nvrtcGetCUBINSize") &&
-                           library.bind(cubin, "nvrtcGetCUBIN") && library.bind(add_name, "nvrtcAddNameExpression") &&
-                           library.bind(lowered_name, "nvrtcGetLoweredName") &&
-                           library.bind(error_string, "nvrtcGetErrorString");
+        const bool bound =
+            library.bind(version, "nvrtcVersion") && library.bind(create, "nvrtcCreateProgram") &&
+            library.bind(destroy, "nvrtcDestroyProgram") && library.bind(compile, "nvrtcCompileProgram") &&
+            library.bind(log_size, "nvrtcGetProgramLogSize") && library.bind(log, "nvrtcGetProgramLog") &&
+            library.bind(cubin_size, "nvrtcGetCUBINSize") && library.bind(cubin, "nvrtcGetCUBIN") &&
+            library.bind(add_name, "nvrtcAddNameExpression") && library.bind(lowered_name, "nvrtcGetLoweredName") &&
+            library.bind(error_string, "nvrtcGetErrorString");
         if (!bound) {
             error = "NVRTC at " + library.path() + " lacks an expected symbol";
             return;
@@ -52,8 +51,8 @@ struct Nvrtc {
         version(&major, &minor);
         // Hashing the library (~100 MB) once per process keeps a rebuilt NVRTC of the
         // same version from serving stale cache entries.
-        identity = "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + " " +
-                   file_fingerprint(library.path());
+        identity =
+            "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + " " + file_fingerprint(library.path());
     }
 
     // NVRTC opens its builtins library by soname at compile time. When NVRTC itself was
@@ -94,16 +93,14 @@ struct Driver {
             error = "CUDA driver not found (" + library.error() + ")";
             return;
         }
-        const bool bound = library.bind(init, "cuInit") && library.bind(device_count, "cuDeviceGetCount") &&
-                           library.bind(device_get, "cuDeviceGet") && library.bind(attribute, "cuDeviceGetAttribute") &&
-                           library.bind(device_name, "cuDeviceGetName") &&
-                           library.bind(retain_primary, "cuDevicePrimaryCtxRetain") &&
-                           library.bind(set_current, "cuCtxSetCurrent") &&
-                           library.bind(module_load, "cuModuleLoadData") &&
-                           library.bind(module_unload, "cuModuleUnload") &&
-                           library.bind(module_function, "cuModuleGetFunction") &&
-                           library.bind(function_attribute, "cuFuncSetAttribute") &&
-                           library.bind(launch, "cuLaunchKernel") && library.bind(error_string, "cuGetErrorString");
+        const bool bound =
+            library.bind(init, "cuInit") && library.bind(device_count, "cuDeviceGetCount") &&
+            library.bind(device_get, "cuDeviceGet") && library.bind(attribute, "cuDeviceGetAttribute") &&
+            library.bind(device_name, "cuDeviceGetName") && library.bind(retain_primary, "cuDevicePrimaryCtxRetain") &&
+            library.bind(set_current, "cuCtxSetCurrent") && library.bind(module_load, "cuModuleLoadData") &&
+            library.bind(module_unload, "cuModuleUnload") && library.bind(module_function, "cuModuleGetFunction") &&
+            library.bind(function_attribute, "cuFuncSetAttribute") && library.bind(launch, "cuLaunchKernel") &&
+            library.bind(error_string, "cuGetErrorString");
         if (!bound) {
             error = "CUDA driver at " + library.path() + " lacks an expected symbol";
             return;
@@ -167,7 +164,8 @@ private:
 
 class CudaKernel final : public LoadedKernel {
 public:
-    CudaKernel(int device, CUmodule module, CUfunction function) : device_(device), module_(module), function_(function) {}
+    CudaKernel(int device, CUmodule module, CUfunction function)
+        : device_(device), module_(module), function_(function) {}
     ~CudaKernel() override {
         driver().make_current(device_);
         driver().module_unload(module_);
@@ -184,9 +182,9 @@ public:
         // Passing the argument struct as one buffer keeps the launch independent of its fields.
         void* config[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(argument), CU_LAUNCH_PARAM_BUFFER_SIZE,
                           &argument_bytes, CU_LAUNCH_PARAM_END};
-        CUresult status = api.launch(function_, shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0],
-                                     shape.block[1], shape.block[2], shape.shared_bytes,
-                                     static_cast<CUstream>(stream), nullptr, config);
+        CUresult status =
+            api.launch(function_, shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0], shape.block[1],
+                       shape.block[2], shape.shared_bytes, static_cast<CUstream>(stream), nullptr, config);
         return status == CUDA_SUCCESS ? std::string{} : "cuLaunchKernel: " + api.describe(status);
     }
 

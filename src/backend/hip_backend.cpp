@@ -66,8 +66,8 @@ struct Hiprtc {
             library.bind(destroy, "hiprtcDestroyProgram") && library.bind(compile, "hiprtcCompileProgram") &&
             library.bind(log_size, "hiprtcGetProgramLogSize") && library.bind(log, "hiprtcGetProgramLog") &&
             library.bind(code_size, "hiprtcGetCodeSize") && library.bind(code, "hiprtcGetCode") &&
-            library.bind(add_name, "hiprtcAddNameExpression") &&
-            library.bind(lowered_name, "hiprtcGetLoweredName") && library.bind(error_string, "hiprtcGetErrorString");
+            library.bind(add_name, "hiprtcAddNameExpression") && library.bind(lowered_name, "hiprtcGetLoweredName") &&
+            library.bind(error_string, "hiprtcGetErrorString");
         if (!bound) {
             error = "HIPRTC at " + library.path() + " lacks an expected symbol";
             return;
@@ -98,14 +98,12 @@ struct HipRuntime {
             error = "HIP runtime not found (" + library.error() + ")";
             return;
         }
-        const bool bound = library.bind(device_count, "hipGetDeviceCount") &&
-                           library.bind(properties, FAJIT_SYMBOL_NAME(hipGetDeviceProperties)) &&
-                           library.bind(set_device, "hipSetDevice") &&
-                           library.bind(module_load, "hipModuleLoadData") &&
-                           library.bind(module_unload, "hipModuleUnload") &&
-                           library.bind(module_function, "hipModuleGetFunction") &&
-                           library.bind(launch, "hipModuleLaunchKernel") &&
-                           library.bind(error_string, "hipGetErrorString");
+        const bool bound =
+            library.bind(device_count, "hipGetDeviceCount") &&
+            library.bind(properties, FAJIT_SYMBOL_NAME(hipGetDeviceProperties)) &&
+            library.bind(set_device, "hipSetDevice") && library.bind(module_load, "hipModuleLoadData") &&
+            library.bind(module_unload, "hipModuleUnload") && library.bind(module_function, "hipModuleGetFunction") &&
+            library.bind(launch, "hipModuleLaunchKernel") && library.bind(error_string, "hipGetErrorString");
         if (!bound) {
             error = "HIP runtime at " + library.path() + " lacks an expected symbol";
             return;

@@ -12,11 +12,16 @@ thread_local std::string last_message;
 
 fajit_status status_of(ErrorKind kind) {
     switch (kind) {
-        case ErrorKind::no_device: return FAJIT_ERROR_NO_DEVICE;
-        case ErrorKind::unsupported: return FAJIT_ERROR_UNSUPPORTED;
-        case ErrorKind::compile_failed: return FAJIT_ERROR_COMPILE_FAILED;
-        case ErrorKind::load_failed: return FAJIT_ERROR_LOAD_FAILED;
-        case ErrorKind::launch_failed: return FAJIT_ERROR_LAUNCH_FAILED;
+        case ErrorKind::no_device:
+            return FAJIT_ERROR_NO_DEVICE;
+        case ErrorKind::unsupported:
+            return FAJIT_ERROR_UNSUPPORTED;
+        case ErrorKind::compile_failed:
+            return FAJIT_ERROR_COMPILE_FAILED;
+        case ErrorKind::load_failed:
+            return FAJIT_ERROR_LOAD_FAILED;
+        case ErrorKind::launch_failed:
+            return FAJIT_ERROR_LAUNCH_FAILED;
     }
     return FAJIT_ERROR_RUNTIME;
 }

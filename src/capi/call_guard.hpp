@@ -11,11 +11,13 @@ void set_last_error(std::string message);
 const char* last_error();
 
 // Runs body (returning void); success clears the last error.
-template <class Body> fajit_status guarded(Body&& body);
+template <class Body>
+fajit_status guarded(Body&& body);
 
 fajit_status status_of_current_exception();
 
-template <class Body> fajit_status guarded(Body&& body) {
+template <class Body>
+fajit_status guarded(Body&& body) {
     try {
         body();
         set_last_error({});

@@ -38,15 +38,24 @@ const char* fajit_last_error(void) { return fajit::capi::last_error(); }
 
 const char* fajit_status_name(fajit_status status) {
     switch (status) {
-        case FAJIT_SUCCESS: return "FAJIT_SUCCESS";
-        case FAJIT_ERROR_INVALID_ARGUMENT: return "FAJIT_ERROR_INVALID_ARGUMENT";
-        case FAJIT_ERROR_INVALID_OPTION: return "FAJIT_ERROR_INVALID_OPTION";
-        case FAJIT_ERROR_NO_DEVICE: return "FAJIT_ERROR_NO_DEVICE";
-        case FAJIT_ERROR_UNSUPPORTED: return "FAJIT_ERROR_UNSUPPORTED";
-        case FAJIT_ERROR_COMPILE_FAILED: return "FAJIT_ERROR_COMPILE_FAILED";
-        case FAJIT_ERROR_LOAD_FAILED: return "FAJIT_ERROR_LOAD_FAILED";
-        case FAJIT_ERROR_LAUNCH_FAILED: return "FAJIT_ERROR_LAUNCH_FAILED";
-        case FAJIT_ERROR_RUNTIME: return "FAJIT_ERROR_RUNTIME";
+        case FAJIT_SUCCESS:
+            return "FAJIT_SUCCESS";
+        case FAJIT_ERROR_INVALID_ARGUMENT:
+            return "FAJIT_ERROR_INVALID_ARGUMENT";
+        case FAJIT_ERROR_INVALID_OPTION:
+            return "FAJIT_ERROR_INVALID_OPTION";
+        case FAJIT_ERROR_NO_DEVICE:
+            return "FAJIT_ERROR_NO_DEVICE";
+        case FAJIT_ERROR_UNSUPPORTED:
+            return "FAJIT_ERROR_UNSUPPORTED";
+        case FAJIT_ERROR_COMPILE_FAILED:
+            return "FAJIT_ERROR_COMPILE_FAILED";
+        case FAJIT_ERROR_LOAD_FAILED:
+            return "FAJIT_ERROR_LOAD_FAILED";
+        case FAJIT_ERROR_LAUNCH_FAILED:
+            return "FAJIT_ERROR_LAUNCH_FAILED";
+        case FAJIT_ERROR_RUNTIME:
+            return "FAJIT_ERROR_RUNTIME";
     }
     return "unknown status";
 }
@@ -55,8 +64,7 @@ fajit_status fajit_runtime_create(const fajit_setting* settings, size_t count, f
     return fajit::capi::guarded([&] {
         if (!runtime) throw std::invalid_argument("runtime=null: a place for the new runtime is required");
         *runtime = nullptr;
-        if (!settings && count != 0)
-            throw std::invalid_argument("settings=null with count=" + std::to_string(count));
+        if (!settings && count != 0) throw std::invalid_argument("settings=null with count=" + std::to_string(count));
         std::map<std::string, std::string, std::less<>> overrides;
         for (size_t i = 0; i < count; ++i) {
             if (!settings[i].name)

@@ -12,27 +12,36 @@ struct FamilyTemplate {
 
 FamilyTemplate template_of(Family family) {
     switch (family) {
-        case Family::scalar: return {"fa_scalar.h", "fa_scalar"};
-        case Family::wmma_gfx11: return {"fa_wmma_gfx11.h", "fa_wmma_gfx11"};
-        case Family::mma_sm80: return {"fa_mma_sm80.h", "fa_mma_sm80"};
+        case Family::scalar:
+            return {"fa_scalar.h", "fa_scalar"};
+        case Family::wmma_gfx11:
+            return {"fa_wmma_gfx11.h", "fa_wmma_gfx11"};
+        case Family::mma_sm80:
+            return {"fa_mma_sm80.h", "fa_mma_sm80"};
     }
     return {"", ""};
 }
 
 std::string_view element_type(DType dtype) {
     switch (dtype) {
-        case DType::f16: return "fa_f16";
-        case DType::bf16: return "fa_bf16";
-        case DType::f32: return "float";
+        case DType::f16:
+            return "fa_f16";
+        case DType::bf16:
+            return "fa_bf16";
+        case DType::f32:
+            return "float";
     }
     return "";
 }
 
 std::string_view causal_constant(CausalMode causal) {
     switch (causal) {
-        case CausalMode::none: return "FA_CAUSAL_NONE";
-        case CausalMode::top_left: return "FA_CAUSAL_TOP_LEFT";
-        case CausalMode::bottom_right: return "FA_CAUSAL_BOTTOM_RIGHT";
+        case CausalMode::none:
+            return "FA_CAUSAL_NONE";
+        case CausalMode::top_left:
+            return "FA_CAUSAL_TOP_LEFT";
+        case CausalMode::bottom_right:
+            return "FA_CAUSAL_BOTTOM_RIGHT";
     }
     return "";
 }

@@ -50,7 +50,8 @@ std::optional<std::span<const std::byte>> amdgpu_elf(std::span<const std::byte> 
     at += 8;
     for (std::uint64_t i = 0; i < entries; ++i) {
         if (at + 24 > code.size()) break;
-        const std::uint64_t offset = read_u64(code, at), size = read_u64(code, at + 8), id_size = read_u64(code, at + 16);
+        const std::uint64_t offset = read_u64(code, at), size = read_u64(code, at + 8),
+                            id_size = read_u64(code, at + 16);
         at += 24;
         if (at + id_size > code.size()) break;
         const std::string id(reinterpret_cast<const char*>(code.data() + at), id_size);
@@ -175,7 +176,8 @@ void parse_disassembly(std::string_view text, IsaReport& report) {
         std::string_view line = text.substr(0, end);
         text.remove_prefix(std::min(end + 1, text.size()));
         const auto comment = line.find("// ");
-        if (line.empty() || !std::isspace(static_cast<unsigned char>(line.front())) || comment == std::string_view::npos)
+        if (line.empty() || !std::isspace(static_cast<unsigned char>(line.front())) ||
+            comment == std::string_view::npos)
             continue;
         const std::string_view body = trim(line.substr(0, comment));
         if (body.empty()) continue;
@@ -239,7 +241,8 @@ std::string find_llvm_tool(std::string_view name) {
         }
     }
     std::vector<std::string> dirs = {"/opt/rocm/llvm/bin"};
-    for (int version = 20; version >= 14; --version) dirs.push_back("/usr/lib/llvm-" + std::to_string(version) + "/bin");
+    for (int version = 20; version >= 14; --version)
+        dirs.push_back("/usr/lib/llvm-" + std::to_string(version) + "/bin");
     for (const auto& dir : dirs)
         if (executable(dir + "/" + std::string(name))) return dir + "/" + std::string(name);
     return {};

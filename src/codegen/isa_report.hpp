@@ -12,27 +12,27 @@
 namespace fajit {
 
 struct IsaReport {
-    std::string kernel;             // symbol of the (first) kernel in the object
-    std::string processor;          // e.g. gfx1151
-    int vgprs = -1;                 // .vgpr_count
-    int sgprs = -1;                 // .sgpr_count
-    int agprs = -1;                 // .agpr_count where the target has them, else -1
-    long long lds_bytes = -1;       // .group_segment_fixed_size (static LDS)
-    long long scratch_bytes = -1;   // .private_segment_fixed_size (stack, spills)
-    int vgpr_spills = -1;           // .vgpr_spill_count
-    int sgpr_spills = -1;           // .sgpr_spill_count
-    int wave_size = -1;             // .wavefront_size
-    int instructions = 0;           // every disassembled instruction
-    int wmma_instructions = 0;      // v_wmma_*
-    int mfma_instructions = 0;      // v_mfma_*
-    int barrier_instructions = 0;   // s_barrier
-    int lds_instructions = 0;       // ds_*
+    std::string kernel;            // symbol of the (first) kernel in the object
+    std::string processor;         // e.g. gfx1151
+    int vgprs = -1;                // .vgpr_count
+    int sgprs = -1;                // .sgpr_count
+    int agprs = -1;                // .agpr_count where the target has them, else -1
+    long long lds_bytes = -1;      // .group_segment_fixed_size (static LDS)
+    long long scratch_bytes = -1;  // .private_segment_fixed_size (stack, spills)
+    int vgpr_spills = -1;          // .vgpr_spill_count
+    int sgpr_spills = -1;          // .sgpr_spill_count
+    int wave_size = -1;            // .wavefront_size
+    int instructions = 0;          // every disassembled instruction
+    int wmma_instructions = 0;     // v_wmma_*
+    int mfma_instructions = 0;     // v_mfma_*
+    int barrier_instructions = 0;  // s_barrier
+    int lds_instructions = 0;      // ds_*
     // The loop whose body holds the most matrix instructions (a flash kernel's key
     // loop): the s_barrier and matrix instructions between its head and its backward
     // branch. -1 when the code has no loop with a matrix instruction.
     int loop_barriers = -1;
     int loop_matrix_instructions = -1;
-    std::string tools;              // the readelf and objdump used
+    std::string tools;  // the readelf and objdump used
 };
 
 // Reports on one code object: a raw AMDGPU ELF or a clang offload bundle holding

@@ -35,7 +35,7 @@ std::optional<VariantFailure> FailedVariants::find(const std::string& spec, cons
         return std::nullopt;
     VariantFailure failure;
     failure.kind = record.value("kind", "") == name_of(ErrorKind::load_failed) ? ErrorKind::load_failed
-                                                                              : ErrorKind::compile_failed;
+                                                                               : ErrorKind::compile_failed;
     failure.summary = record.value("summary", "") + " (recorded in " + file_of(key).string() + ")";
     in_memory_.emplace(key, failure);
     return failure;

@@ -49,8 +49,8 @@ private:
 
     std::atomic<const Table*> current_;
     std::mutex writer_;
-    std::vector<std::unique_ptr<Table>> tables_;                // current and replaced
-    std::vector<std::unique_ptr<ResolvedVariant>> variants_;    // every value, in insertion order
+    std::vector<std::unique_ptr<Table>> tables_;              // current and replaced
+    std::vector<std::unique_ptr<ResolvedVariant>> variants_;  // every value, in insertion order
 };
 
 }  // namespace fajit

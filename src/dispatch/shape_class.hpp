@@ -9,9 +9,9 @@
 namespace fajit {
 
 enum class QueryLength {
-    decode,   // len_q <= 4: a token or a few speculative ones
-    small,    // len_q <= 64
-    large,    // prefill and long chunks
+    decode,  // len_q <= 4: a token or a few speculative ones
+    small,   // len_q <= 64
+    large,   // prefill and long chunks
 };
 
 struct ShapeClass {

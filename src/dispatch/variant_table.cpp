@@ -28,8 +28,10 @@ Tile scalar_tile(const ShapeClass& shape, std::string_view arch) {
 // fewer rows; head dim 256 stages Q in LDS as well, which halves the key step.
 Tile wmma_gfx11_tile(const ShapeClass& shape, std::string_view) {
     int waves = shape.head_dim > 128 ? 2 : 4;
-    if (shape.query_length == QueryLength::decode) waves = 1;
-    else if (shape.query_length == QueryLength::small) waves = 2;
+    if (shape.query_length == QueryLength::decode)
+        waves = 1;
+    else if (shape.query_length == QueryLength::small)
+        waves = 2;
     return {16 * waves, shape.head_dim > 128 ? 32 : 64, waves};
 }
 
@@ -63,8 +65,8 @@ KernelSpec pinned(KernelSpec spec, const TilePin& pin) {
     if (pin.block_k) spec.block_k = *pin.block_k;
     if (pin.waves) spec.waves = *pin.waves;
     if (auto error = validate(spec); !error.empty())
-        throw InvalidOption("FAJIT_TILE=" + to_string(pin) + " does not fit " +
-                                    std::string(to_string(spec.family)) + ": " + error);
+        throw InvalidOption("FAJIT_TILE=" + to_string(pin) + " does not fit " + std::string(to_string(spec.family)) +
+                            ": " + error);
     return spec;
 }
 
@@ -101,8 +103,8 @@ Selection select_variant(std::string_view arch, const ShapeClass& shape, const O
         if (!candidate) continue;
         KernelSpec spec = variant_spec(row, shape, arch);
         if (auto error = validate(spec); !error.empty()) {
-            refusals += (refusals.empty() ? "" : "; ") + std::string(to_string(row.family)) + " cannot run it (" +
-                        error + ")";
+            refusals +=
+                (refusals.empty() ? "" : "; ") + std::string(to_string(row.family)) + " cannot run it (" + error + ")";
             continue;
         }
         // Tiles are pinned on the preferred variant; a fallback keeps its own tiles.

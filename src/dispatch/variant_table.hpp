@@ -19,8 +19,8 @@ struct Tile {
 };
 
 struct VariantRow {
-    std::string_view arch_class;                   // for messages and tests, e.g. "gfx11"
-    bool (*runs_on)(std::string_view arch);        // whether the table offers this row on arch
+    std::string_view arch_class;             // for messages and tests, e.g. "gfx11"
+    bool (*runs_on)(std::string_view arch);  // whether the table offers this row on arch
     Family family;
     Tile (*choose_tile)(const ShapeClass&, std::string_view arch);
 };

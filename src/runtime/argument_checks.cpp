@@ -42,7 +42,8 @@ std::string check_strides(std::string_view tensor, const Strides& strides, int b
         if (stride != 0 && stride < head_dim)
             return field(name(dimension), std::to_string(stride),
                          "rows would overlap within the contiguous head dimension: must be 0 (broadcast) or at "
-                         "least head_dim (" + std::to_string(head_dim) + ")");
+                         "least head_dim (" +
+                             std::to_string(head_dim) + ")");
     }
     // Overflow builtins rather than a division per dimension: twelve divisions were most
     // of the cost of a call's checks.
@@ -87,9 +88,9 @@ std::string check_arguments(const AttentionArgs& args) {
     for (const auto& [name, pointer] : pointers)
         if (!pointer) return field(name, "null", "a device pointer is required");
 
-    const std::pair<std::string_view, int> sizes[] = {{"batch", args.batch},     {"heads_q", args.heads_q},
+    const std::pair<std::string_view, int> sizes[] = {{"batch", args.batch},       {"heads_q", args.heads_q},
                                                       {"heads_kv", args.heads_kv}, {"len_q", args.len_q},
-                                                      {"len_k", args.len_k},     {"head_dim", args.head_dim}};
+                                                      {"len_k", args.len_k},       {"head_dim", args.head_dim}};
     for (const auto& [name, value] : sizes)
         if (value <= 0) return field(name, std::to_string(value), "must be positive");
     if (args.heads_q % args.heads_kv != 0)

@@ -3,7 +3,7 @@
 namespace fajit {
 
 KernelArguments make_kernel_arguments(const AttentionArgs& args) {
-    const auto strides = [](const Strides& s, std::int64_t (&out)[3]) {
+    const auto strides = [](const Strides& s, std::int64_t(&out)[3]) {
         out[0] = s.batch;
         out[1] = s.head;
         out[2] = s.sequence;

@@ -9,8 +9,8 @@ namespace fajit {
 namespace {
 
 constexpr std::string_view setting_names[] = {
-    "FAJIT_CACHE_DIR",   "FAJIT_CACHE_MAX_SIZE", "FAJIT_CACHE_DISABLE",  "FAJIT_TEMPLATE_DIR", "FAJIT_LOG_LEVEL",
-    "FAJIT_DEBUG_COUNTERS", "FAJIT_FAMILY",     "FAJIT_FORCE_FALLBACK", "FAJIT_TILE",         "FAJIT_STRICT"};
+    "FAJIT_CACHE_DIR",      "FAJIT_CACHE_MAX_SIZE", "FAJIT_CACHE_DISABLE",  "FAJIT_TEMPLATE_DIR", "FAJIT_LOG_LEVEL",
+    "FAJIT_DEBUG_COUNTERS", "FAJIT_FAMILY",         "FAJIT_FORCE_FALLBACK", "FAJIT_TILE",         "FAJIT_STRICT"};
 
 using Overrides = std::map<std::string, std::string, std::less<>>;
 
@@ -36,14 +36,21 @@ std::optional<std::uint64_t> parse_byte_size(const std::string& text) {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
     if (ec != std::errc{} || end == text.data()) return std::nullopt;
     std::string_view suffix(end, static_cast<std::size_t>(text.data() + text.size() - end));
-    if (suffix.ends_with("iB")) suffix.remove_suffix(2);
-    else if (suffix.ends_with("B") && suffix.size() == 2) suffix.remove_suffix(1);
+    if (suffix.ends_with("iB"))
+        suffix.remove_suffix(2);
+    else if (suffix.ends_with("B") && suffix.size() == 2)
+        suffix.remove_suffix(1);
     int shift = 0;
-    if (suffix == "K") shift = 10;
-    else if (suffix == "M") shift = 20;
-    else if (suffix == "G") shift = 30;
-    else if (suffix == "T") shift = 40;
-    else if (!suffix.empty()) return std::nullopt;
+    if (suffix == "K")
+        shift = 10;
+    else if (suffix == "M")
+        shift = 20;
+    else if (suffix == "G")
+        shift = 30;
+    else if (suffix == "T")
+        shift = 40;
+    else if (!suffix.empty())
+        return std::nullopt;
     if (shift && number > (~0ull >> shift)) return std::nullopt;
     return number << shift;
 }
@@ -58,8 +65,10 @@ std::optional<TilePin> parse_tile_pin(std::string_view text) {
         if (eq == std::string_view::npos) return std::nullopt;
         const auto name = item.substr(0, eq);
         const auto value = item.substr(eq + 1);
-        std::optional<int>* target = name == "bq" ? &pin.block_q : name == "bk" ? &pin.block_k
-                                   : name == "waves" ? &pin.waves : nullptr;
+        std::optional<int>* target = name == "bq"      ? &pin.block_q
+                                     : name == "bk"    ? &pin.block_k
+                                     : name == "waves" ? &pin.waves
+                                                       : nullptr;
         int number = 0;
         auto [last, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
         if (!target || *target || ec != std::errc{} || last != value.data() + value.size() || number <= 0)
@@ -88,9 +97,12 @@ Options Options::from_environment(const Overrides& overrides) {
     const auto environment = [&](const char* name) { return setting(overrides, name); };
 
     Options options;
-    if (auto dir = environment("FAJIT_CACHE_DIR")) options.cache_dir = *dir;
-    else if (auto xdg = environment("XDG_CACHE_HOME")) options.cache_dir = std::filesystem::path(*xdg) / "fa-jit";
-    else if (auto home = environment("HOME")) options.cache_dir = std::filesystem::path(*home) / ".cache" / "fa-jit";
+    if (auto dir = environment("FAJIT_CACHE_DIR"))
+        options.cache_dir = *dir;
+    else if (auto xdg = environment("XDG_CACHE_HOME"))
+        options.cache_dir = std::filesystem::path(*xdg) / "fa-jit";
+    else if (auto home = environment("HOME"))
+        options.cache_dir = std::filesystem::path(*home) / ".cache" / "fa-jit";
 
     if (auto size = environment("FAJIT_CACHE_MAX_SIZE")) {
         const auto bytes = parse_byte_size(*size);
@@ -113,7 +125,8 @@ Options Options::from_environment(const Overrides& overrides) {
     if (auto family = environment("FAJIT_FAMILY"); family && *family != "auto") {
         options.family = parse_family(*family);
         if (!options.family)
-            throw InvalidOption("FAJIT_FAMILY=" + *family + ": expected auto or a family name, e.g. scalar or wmma-gfx11");
+            throw InvalidOption("FAJIT_FAMILY=" + *family +
+                                ": expected auto or a family name, e.g. scalar or wmma-gfx11");
     }
     if (auto fallback = environment("FAJIT_FORCE_FALLBACK"))
         options.force_fallback = parse_flag("FAJIT_FORCE_FALLBACK", *fallback);
@@ -121,8 +134,8 @@ Options Options::from_environment(const Overrides& overrides) {
         const auto pin = parse_tile_pin(*tile);
         if (!pin)
             throw InvalidOption("FAJIT_TILE=" + *tile +
-                                        ": expected positive bq=, bk= and/or waves=, comma-separated, "
-                                        "e.g. bq=64,bk=64,waves=4");
+                                ": expected positive bq=, bk= and/or waves=, comma-separated, "
+                                "e.g. bq=64,bk=64,waves=4");
         options.tile = *pin;
     }
     if (auto strict = environment("FAJIT_STRICT")) options.strict = parse_flag("FAJIT_STRICT", *strict);

@@ -63,7 +63,7 @@ struct Runtime::State {
         const Backend* backend;
         std::vector<DeviceInfo> devices;
     };
-    std::optional<Running> running;  // found on first use
+    std::optional<Running> running;                                               // found on first use
     std::map<std::pair<int, std::string>, std::unique_ptr<LoadedKernel>> loaded;  // by (device, cache key)
     FailedVariants failed{failed_variants_directory(options)};
     std::set<std::string> said;  // fallback messages already logged
@@ -161,8 +161,8 @@ struct Runtime::State {
         const Selection selection = select_variant(arch, shape, options);
         if (!selection.fallback_reason.empty()) {
             if (options.strict && !selection.forced)
-                throw Error(ErrorKind::unsupported, "FAJIT_STRICT=1 refuses the scalar fallback: " +
-                                                        selection.fallback_reason);
+                throw Error(ErrorKind::unsupported,
+                            "FAJIT_STRICT=1 refuses the scalar fallback: " + selection.fallback_reason);
             say_once(selection.forced ? spdlog::level::info : spdlog::level::warn,
                      selection.fallback_reason + "; running " + to_string(selection.spec));
         }
@@ -180,8 +180,8 @@ Runtime::Runtime(Options options) : Runtime(std::move(options), make_backends())
 
 Runtime::Runtime(Options options, std::vector<std::unique_ptr<Backend>> backends)
     : state_(std::make_unique<State>(std::move(options), std::move(backends))) {
-    if (auto level = spdlog::level::from_str(state_->options.log_level); level != spdlog::level::off ||
-                                                                        state_->options.log_level == "off")
+    if (auto level = spdlog::level::from_str(state_->options.log_level);
+        level != spdlog::level::off || state_->options.log_level == "off")
         spdlog::set_level(level);
 }
 

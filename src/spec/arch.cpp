@@ -10,9 +10,7 @@ Vendor vendor_of(std::string_view arch) {
     return Vendor::unknown;
 }
 
-std::string_view processor_of(std::string_view arch) {
-    return arch.substr(0, arch.find(':'));
-}
+std::string_view processor_of(std::string_view arch) { return arch.substr(0, arch.find(':')); }
 
 int wave_size(std::string_view arch) {
     const auto processor = processor_of(arch);

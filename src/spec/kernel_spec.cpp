@@ -58,8 +58,8 @@ std::string validate_scalar(const KernelSpec& spec) {
     const int lanes = wave_size(spec.arch);
     if (spec.block_k < lanes || spec.block_k % lanes != 0 || spec.block_k > 256)
         return field_error("bk", std::to_string(spec.block_k),
-                           "family scalar needs a multiple of the wave size (" + std::to_string(lanes) +
-                               " on " + spec.arch + "), at most 256");
+                           "family scalar needs a multiple of the wave size (" + std::to_string(lanes) + " on " +
+                               spec.arch + "), at most 256");
     return {};
 }
 
@@ -67,8 +67,7 @@ std::string validate_wmma_gfx11(const KernelSpec& spec) {
     const int d = spec.head_dim;
     if (d != 64 && d != 80 && d != 96 && d != 128 && d != 256)
         return field_error("d", std::to_string(d), "family wmma-gfx11 supports head dims 64, 80, 96, 128, 256");
-    if (spec.dtype == DType::f32)
-        return field_error("dtype", "f32", "family wmma-gfx11 supports f16 and bf16");
+    if (spec.dtype == DType::f32) return field_error("dtype", "f32", "family wmma-gfx11 supports f16 and bf16");
     if (spec.waves != 1 && spec.waves != 2 && spec.waves != 4 && spec.waves != 8)
         return field_error("waves", std::to_string(spec.waves), "must be 1, 2, 4 or 8");
     if (spec.block_q != 16 * spec.waves)
@@ -101,8 +100,7 @@ unsigned nvidia_shared_limit(int sm) {
 std::string validate_mma_sm80(const KernelSpec& spec) {
     const int d = spec.head_dim;
     const int sm = sm_version(spec.arch);
-    if (sm < 80)
-        return field_error("arch", spec.arch, "family mma-sm80 needs an NVIDIA target sm_80 or later");
+    if (sm < 80) return field_error("arch", spec.arch, "family mma-sm80 needs an NVIDIA target sm_80 or later");
     if (d != 64 && d != 80 && d != 96 && d != 128 && d != 256)
         return field_error("d", std::to_string(d), "family mma-sm80 supports head dims 64, 80, 96, 128, 256");
     if (spec.dtype == DType::f32) return field_error("dtype", "f32", "family mma-sm80 supports f16 and bf16");
@@ -128,9 +126,9 @@ std::string validate_mma_sm80(const KernelSpec& spec) {
                            "with dtype f16 the margin must be at most 11 so exp(margin) fits in f16");
     if (const unsigned bytes = family_shared_bytes(spec), limit = nvidia_shared_limit(sm); bytes > limit)
         return field_error("bk", std::to_string(spec.block_k),
-                           "family mma-sm80 needs " + std::to_string(bytes) + " bytes of shared memory at d=" +
-                               std::to_string(d) + " (" + spec.arch + " allows " + std::to_string(limit) +
-                               "): choose a smaller bq or bk");
+                           "family mma-sm80 needs " + std::to_string(bytes) +
+                               " bytes of shared memory at d=" + std::to_string(d) + " (" + spec.arch + " allows " +
+                               std::to_string(limit) + "): choose a smaller bq or bk");
     return {};
 }
 
@@ -164,9 +162,12 @@ std::string validate(const KernelSpec& spec) {
         spec.rescale_margin > max_margin_f32_accumulation)
         return field_error("margin", format_float(spec.rescale_margin), "must be finite and within 0..64");
     switch (spec.family) {
-        case Family::scalar: return validate_scalar(spec);
-        case Family::wmma_gfx11: return validate_wmma_gfx11(spec);
-        case Family::mma_sm80: return validate_mma_sm80(spec);
+        case Family::scalar:
+            return validate_scalar(spec);
+        case Family::wmma_gfx11:
+            return validate_wmma_gfx11(spec);
+        case Family::mma_sm80:
+            return validate_mma_sm80(spec);
     }
     return "family: unknown value";
 }
@@ -246,8 +247,10 @@ SpecParseResult parse_spec(std::string_view text) {
             return field_error(name, value, "expected an integer");
         return {};
     };
-    for (auto [name, target] : {std::pair<std::string_view, int*>{"d", &spec.head_dim}, {"bq", &spec.block_q},
-                                {"bk", &spec.block_k}, {"waves", &spec.waves}})
+    for (auto [name, target] : {std::pair<std::string_view, int*>{"d", &spec.head_dim},
+                                {"bq", &spec.block_q},
+                                {"bk", &spec.block_k},
+                                {"waves", &spec.waves}})
         if (auto error = parse_int(name, *target); !error.empty()) return {std::nullopt, error};
 
     const auto dtype = parse_dtype(fields["dtype"]);
@@ -255,7 +258,8 @@ SpecParseResult parse_spec(std::string_view text) {
     spec.dtype = *dtype;
     if (auto it = fields.find("causal"); it != fields.end()) {
         const auto causal = parse_causal(it->second);
-        if (!causal) return {std::nullopt, field_error("causal", it->second, "expected none, top-left or bottom-right")};
+        if (!causal)
+            return {std::nullopt, field_error("causal", it->second, "expected none, top-left or bottom-right")};
         spec.causal = *causal;
     }
     if (auto it = fields.find("margin"); it != fields.end()) {
@@ -265,7 +269,8 @@ SpecParseResult parse_spec(std::string_view text) {
             return {std::nullopt, field_error("margin", value, "expected a number")};
     }
     for (const auto& [name, value] : fields) {
-        static constexpr std::string_view known[] = {"family", "d", "dtype", "bq", "bk", "waves", "margin", "causal", "arch"};
+        static constexpr std::string_view known[] = {"family", "d",      "dtype",  "bq",  "bk",
+                                                     "waves",  "margin", "causal", "arch"};
         if (std::find(std::begin(known), std::end(known), name) == std::end(known))
             return {std::nullopt, field_error(name, value, "unknown field")};
     }

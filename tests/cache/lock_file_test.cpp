@@ -15,95 +15,95 @@ using namespace std::chrono_literals;
 namespace {
 
 std::string this_host() {
-  char name[256] = {};
-  ::gethostname(name, sizeof name - 1);
-  return name;
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    return name;
 }
 
 std::int64_t unix_ns(std::chrono::system_clock::time_point when) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count();
 }
 
 void write_lock(const fs::path& path, long pid, const std::string& host, std::chrono::system_clock::time_point when) {
-  std::ofstream(path) << pid << ' ' << host << ' ' << unix_ns(when) << " 42\n";
+    std::ofstream(path) << pid << ' ' << host << ' ' << unix_ns(when) << " 42\n";
 }
 
 }  // namespace
 
 TEST_CASE("a lock excludes a second owner until released") {
-  TempDir dir;
-  const fs::path path = dir.path() / "k.lock";
-  LockFile first(path, 60s);
-  REQUIRE(first.acquire(0s) == LockFile::Outcome::acquired);
-  CHECK(first.held());
-  CHECK(fs::exists(path));
+    TempDir dir;
+    const fs::path path = dir.path() / "k.lock";
+    LockFile first(path, 60s);
+    REQUIRE(first.acquire(0s) == LockFile::Outcome::acquired);
+    CHECK(first.held());
+    CHECK(fs::exists(path));
 
-  LockFile second(path, 60s);
-  CHECK(second.acquire(50ms) == LockFile::Outcome::timed_out);
-  CHECK_FALSE(second.held());
+    LockFile second(path, 60s);
+    CHECK(second.acquire(50ms) == LockFile::Outcome::timed_out);
+    CHECK_FALSE(second.held());
 
-  first.release();
-  CHECK_FALSE(fs::exists(path));
-  CHECK(second.acquire(0s) == LockFile::Outcome::acquired);
+    first.release();
+    CHECK_FALSE(fs::exists(path));
+    CHECK(second.acquire(0s) == LockFile::Outcome::acquired);
 }
 
 TEST_CASE("a lock left by a dead process on this host is broken at once") {
-  TempDir dir;
-  const fs::path path = dir.path() / "k.lock";
-  const pid_t dead = start_child([] { return 0; });
-  wait_for_child(dead);
-  write_lock(path, dead, this_host(), std::chrono::system_clock::now());
+    TempDir dir;
+    const fs::path path = dir.path() / "k.lock";
+    const pid_t dead = start_child([] { return 0; });
+    wait_for_child(dead);
+    write_lock(path, dead, this_host(), std::chrono::system_clock::now());
 
-  LockFile lock(path, 60s);
-  const auto start = std::chrono::steady_clock::now();
-  CHECK(lock.acquire(10s) == LockFile::Outcome::acquired_after_waiting);
-  CHECK(std::chrono::steady_clock::now() - start < 2s);
+    LockFile lock(path, 60s);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(lock.acquire(10s) == LockFile::Outcome::acquired_after_waiting);
+    CHECK(std::chrono::steady_clock::now() - start < 2s);
 }
 
 TEST_CASE("a lock older than the stale age is broken even if its owner may live") {
-  TempDir dir;
-  const fs::path path = dir.path() / "k.lock";
-  write_lock(path, 1, "some-other-host", std::chrono::system_clock::now() - 2h);
-  LockFile lock(path, 60s);
-  CHECK(lock.acquire(1s) == LockFile::Outcome::acquired_after_waiting);
+    TempDir dir;
+    const fs::path path = dir.path() / "k.lock";
+    write_lock(path, 1, "some-other-host", std::chrono::system_clock::now() - 2h);
+    LockFile lock(path, 60s);
+    CHECK(lock.acquire(1s) == LockFile::Outcome::acquired_after_waiting);
 }
 
 TEST_CASE("a fresh lock of a live owner elsewhere is respected") {
-  TempDir dir;
-  const fs::path path = dir.path() / "k.lock";
-  write_lock(path, 1, "some-other-host", std::chrono::system_clock::now());
-  LockFile lock(path, 60s);
-  CHECK(lock.acquire(100ms) == LockFile::Outcome::timed_out);
-  // Our own pid is alive too.
-  write_lock(path, ::getpid(), this_host(), std::chrono::system_clock::now());
-  CHECK(lock.acquire(100ms) == LockFile::Outcome::timed_out);
+    TempDir dir;
+    const fs::path path = dir.path() / "k.lock";
+    write_lock(path, 1, "some-other-host", std::chrono::system_clock::now());
+    LockFile lock(path, 60s);
+    CHECK(lock.acquire(100ms) == LockFile::Outcome::timed_out);
+    // Our own pid is alive too.
+    write_lock(path, ::getpid(), this_host(), std::chrono::system_clock::now());
+    CHECK(lock.acquire(100ms) == LockFile::Outcome::timed_out);
 }
 
 TEST_CASE("an unparsable lock is broken only once it is old") {
-  TempDir dir;
-  const fs::path path = dir.path() / "k.lock";
-  std::ofstream(path) << "";
-  LockFile lock(path, 1s);
-  CHECK(lock.acquire(100ms) == LockFile::Outcome::timed_out);
-  fs::last_write_time(path, fs::file_time_type::clock::now() - 10s);
-  CHECK(lock.acquire(100ms) == LockFile::Outcome::acquired_after_waiting);
+    TempDir dir;
+    const fs::path path = dir.path() / "k.lock";
+    std::ofstream(path) << "";
+    LockFile lock(path, 1s);
+    CHECK(lock.acquire(100ms) == LockFile::Outcome::timed_out);
+    fs::last_write_time(path, fs::file_time_type::clock::now() - 10s);
+    CHECK(lock.acquire(100ms) == LockFile::Outcome::acquired_after_waiting);
 }
 
 TEST_CASE("releasing does not remove a lock someone else took over") {
-  TempDir dir;
-  const fs::path path = dir.path() / "k.lock";
-  {
-    LockFile slow_owner(path, 60s);
-    REQUIRE(slow_owner.acquire(0s) == LockFile::Outcome::acquired);
-    write_lock(path, ::getpid(), this_host(), std::chrono::system_clock::now());  // the new owner's record
-  }
-  CHECK(fs::exists(path));
-  CHECK(temp_files_under(dir.path()).empty());
+    TempDir dir;
+    const fs::path path = dir.path() / "k.lock";
+    {
+        LockFile slow_owner(path, 60s);
+        REQUIRE(slow_owner.acquire(0s) == LockFile::Outcome::acquired);
+        write_lock(path, ::getpid(), this_host(), std::chrono::system_clock::now());  // the new owner's record
+    }
+    CHECK(fs::exists(path));
+    CHECK(temp_files_under(dir.path()).empty());
 }
 
 TEST_CASE("a lock in a directory that cannot exist is unavailable, not a wait") {
-  TempDir dir;
-  std::ofstream(dir.path() / "file") << "x";
-  LockFile lock(dir.path() / "file" / "k.lock", 60s);
-  CHECK(lock.acquire(10s) == LockFile::Outcome::unavailable);
+    TempDir dir;
+    std::ofstream(dir.path() / "file") << "x";
+    LockFile lock(dir.path() / "file" / "k.lock", 60s);
+    CHECK(lock.acquire(10s) == LockFile::Outcome::unavailable);
 }

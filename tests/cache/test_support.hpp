@@ -19,28 +19,28 @@ namespace fajit::cache::testing {
 
 // A fresh directory under the system temp directory, removed (with everything in it) afterwards.
 class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
 
- private:
-  std::filesystem::path path_;
+private:
+    std::filesystem::path path_;
 };
 
 // A logger whose output the test can inspect; lines look like "warning|message".
 class CapturedLog {
- public:
-  CapturedLog();
-  std::shared_ptr<spdlog::logger> logger() const { return logger_; }
-  std::size_t lines_at(std::string_view level) const;
-  std::string text() const;
+public:
+    CapturedLog();
+    std::shared_ptr<spdlog::logger> logger() const { return logger_; }
+    std::size_t lines_at(std::string_view level) const;
+    std::string text() const;
 
- private:
-  std::shared_ptr<std::ostringstream> stream_;
-  std::shared_ptr<spdlog::logger> logger_;
+private:
+    std::shared_ptr<std::ostringstream> stream_;
+    std::shared_ptr<spdlog::logger> logger_;
 };
 
 Key key_of(std::string_view name);

@@ -207,12 +207,16 @@ int main(void) {
     expect("spec the family cannot run", fajit_warm(runtime, invalid, 1), FAJIT_ERROR_INVALID_ARGUMENT,
            "d=72: family wmma-gfx11 supports head dims");
     expect("specs null with a count", fajit_warm(runtime, NULL, 1), FAJIT_ERROR_INVALID_ARGUMENT, "specs=null");
-    expect("status names", strcmp(fajit_status_name(FAJIT_ERROR_UNSUPPORTED), "FAJIT_ERROR_UNSUPPORTED") == 0
-                               ? FAJIT_SUCCESS : FAJIT_ERROR_RUNTIME, FAJIT_SUCCESS, "");
+    expect("status names",
+           strcmp(fajit_status_name(FAJIT_ERROR_UNSUPPORTED), "FAJIT_ERROR_UNSUPPORTED") == 0 ? FAJIT_SUCCESS
+                                                                                              : FAJIT_ERROR_RUNTIME,
+           FAJIT_SUCCESS, "");
 
     fajit_runtime_destroy(runtime);
     fajit_runtime_destroy(NULL);
-    printf("%d checks (%zu malformed argument sets, each through fajit_attention and fajit_selected_variant), "
-           "%d failed\n", checks, count, failures);
+    printf(
+        "%d checks (%zu malformed argument sets, each through fajit_attention and fajit_selected_variant), "
+        "%d failed\n",
+        checks, count, failures);
     return failures == 0 ? 0 : 1;
 }

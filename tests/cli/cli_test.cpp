@@ -1,8 +1,8 @@
 // The fa-jit command-line tool, driven as operators and scripts drive it: real processes,
 // real cache directories, exit codes and --json output.
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <fstream>
@@ -21,8 +21,8 @@ constexpr int exit_failed = 2;
 
 // The preset warmed for two archs: llama-3 is head dim 128, so gfx1151 gets scalar and
 // wmma-gfx11 and gfx942 scalar only, each in f16/bf16 x no mask/bottom-right.
-const std::vector<std::string> warm_preset_args = {"warm",  "--preset", "llama-3", "--arch", "gfx1151",
-                                                   "--arch", "gfx942",  "--jobs",  "2",      "--json"};
+const std::vector<std::string> warm_preset_args = {"warm",   "--preset", "llama-3", "--arch", "gfx1151",
+                                                   "--arch", "gfx942",   "--jobs",  "2",      "--json"};
 constexpr std::size_t preset_variants = 12;
 constexpr std::size_t preset_gfx1151_variants = 8;
 
@@ -132,7 +132,8 @@ TEST_CASE("errors of use exit 1 with a message naming the field") {
         CHECK(run.err.find("d=12:") != std::string::npos);
     }
     SUBCASE("an unknown dtype") {
-        const CliRun run = fa_jit(with_cache({"warm", "--preset", "llama-3", "--dtype", "f8", "--arch", "gfx1151"}, cache));
+        const CliRun run =
+            fa_jit(with_cache({"warm", "--preset", "llama-3", "--dtype", "f8", "--arch", "gfx1151"}, cache));
         CHECK(run.exit_code == exit_usage);
         CHECK(run.err.find("dtype=f8:") != std::string::npos);
     }
@@ -157,8 +158,8 @@ TEST_CASE("errors of use exit 1 with a message naming the field") {
 TEST_CASE("warm expands presets, lists and ranges into valid variants") {
     const fs::path cache = fresh_directory("plan");
     SUBCASE("a preset on two archs skips the family gfx942 lacks") {
-        const json plan = json_of(fa_jit(with_cache(
-            {"warm", "--preset", "gemma-2", "--arch", "gfx1151,gfx942", "--dry-run", "--json"}, cache)));
+        const json plan = json_of(fa_jit(
+            with_cache({"warm", "--preset", "gemma-2", "--arch", "gfx1151,gfx942", "--dry-run", "--json"}, cache)));
         CHECK(plan["total"] == preset_variants);
         for (const auto& spec : plan["variants"]) {
             const std::string text = spec;
@@ -180,16 +181,19 @@ TEST_CASE("warm expands presets, lists and ranges into valid variants") {
         std::ofstream(manifest) << R"({"variants": [
             "family=scalar,d=64,dtype=f16,causal=bottom-right",
             {"preset": "phi-2", "family": "scalar", "dtype": "bf16", "causal": ["none"], "arch": "gfx942"}]})";
-        const json plan = json_of(fa_jit(
-            with_cache({"warm", "--manifest", manifest.string(), "--arch", "gfx1151", "-n", "--json"}, cache)));
+        const json plan = json_of(
+            fa_jit(with_cache({"warm", "--manifest", manifest.string(), "--arch", "gfx1151", "-n", "--json"}, cache)));
         REQUIRE(plan["total"] == 2);
-        CHECK(plan["variants"][0] == "family=scalar,d=64,dtype=f16,bq=4,bk=64,waves=4,margin=0,causal=bottom-right,"
-                                     "arch=gfx1151");
-        CHECK(plan["variants"][1] == "family=scalar,d=80,dtype=bf16,bq=4,bk=128,waves=4,margin=10,causal=none,"
-                                     "arch=gfx942");
+        CHECK(plan["variants"][0] ==
+              "family=scalar,d=64,dtype=f16,bq=4,bk=64,waves=4,margin=0,causal=bottom-right,"
+              "arch=gfx1151");
+        CHECK(plan["variants"][1] ==
+              "family=scalar,d=80,dtype=bf16,bq=4,bk=128,waves=4,margin=10,causal=none,"
+              "arch=gfx942");
 
         std::ofstream(manifest) << R"({"variants": ["family=scalar,d=64,dtype=f16", {"head_dim": 13}]})";
-        const CliRun bad = fa_jit(with_cache({"warm", "--manifest", manifest.string(), "--arch", "gfx1151", "-n"}, cache));
+        const CliRun bad =
+            fa_jit(with_cache({"warm", "--manifest", manifest.string(), "--arch", "gfx1151", "-n"}, cache));
         CHECK(bad.exit_code == exit_usage);
         CHECK(bad.err.find("variants[1]: d=13:") != std::string::npos);
     }

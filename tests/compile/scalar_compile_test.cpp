@@ -43,7 +43,10 @@ CompileResult compile(const KernelSpec& spec, const Backend& backend) {
 
 std::uint16_t elf_machine(const std::vector<std::byte>& code) {
     REQUIRE(code.size() > 64);
-    REQUIRE(std::memcmp(code.data(), "\x7f" "ELF", 4) == 0);
+    REQUIRE(std::memcmp(code.data(),
+                        "\x7f"
+                        "ELF",
+                        4) == 0);
     std::uint16_t machine;
     std::memcpy(&machine, code.data() + 18, 2);
     return machine;

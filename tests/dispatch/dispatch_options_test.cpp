@@ -30,9 +30,9 @@ TEST_CASE("overrides replace the environment; an empty override unsets") {
 
 TEST_CASE("malformed selection settings and unknown names are InvalidOption naming them") {
     const std::pair<const char*, const char*> bad[] = {
-        {"FAJIT_FAMILY", "mfma"},        {"FAJIT_FORCE_FALLBACK", "2"}, {"FAJIT_STRICT", "sure"},
-        {"FAJIT_TILE", "bq=64,bq=32"},   {"FAJIT_TILE", "bq=0"},         {"FAJIT_TILE", "rows=4"},
-        {"FAJIT_TILE", "bq=64;bk=32"},   {"FAJIT_TILE", ","},            {"FAJIT_CACHE_DIRECTORY", "/tmp"},
+        {"FAJIT_FAMILY", "mfma"},      {"FAJIT_FORCE_FALLBACK", "2"}, {"FAJIT_STRICT", "sure"},
+        {"FAJIT_TILE", "bq=64,bq=32"}, {"FAJIT_TILE", "bq=0"},        {"FAJIT_TILE", "rows=4"},
+        {"FAJIT_TILE", "bq=64;bk=32"}, {"FAJIT_TILE", ","},           {"FAJIT_CACHE_DIRECTORY", "/tmp"},
     };
     for (const auto& [name, value] : bad) {
         CAPTURE(name);

@@ -27,7 +27,7 @@ bool skip_without_device() {
 
 TEST_CASE("scalar kernel matches the f64 reference over dtype, causal, head dim, GQA, lengths and margin") {
     if (skip_without_device()) return;
-    const std::pair<int, int> lengths[] = {{1, 1},   {1, 1000}, {7, 129},    {129, 7},   {7, 7},
+    const std::pair<int, int> lengths[] = {{1, 1},      {1, 1000},   {7, 129},     {129, 7}, {7, 7},
                                            {129, 1000}, {1000, 129}, {1000, 1000}, {1000, 1}};
     int cases = 0, failures = 0;
     double worst[3] = {0, 0, 0};
@@ -51,7 +51,8 @@ TEST_CASE("scalar kernel matches the f64 reference over dtype, causal, head dim,
                             shape.layout = static_cast<Layout>(cases % 3);
                             shape.with_lse = cases % 2 == 0;
                             const CaseInputs inputs = random_inputs(shape, seed++);
-                            const auto run = run_on_device(gpu_test_runtime(), scalar_spec(shape, margin), shape, inputs);
+                            const auto run =
+                                run_on_device(gpu_test_runtime(), scalar_spec(shape, margin), shape, inputs);
                             const auto want = reference_attention(shape, inputs);
                             const auto result = compare(shape, run.outputs, want, output_tolerance(shape, inputs));
                             ++cases;

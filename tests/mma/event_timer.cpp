@@ -19,7 +19,8 @@ struct EventApi {
     CuResult (*synchronize)(void*) = nullptr;
     CuResult (*elapsed)(float*, void*, void*) = nullptr;
 
-    template <class F> void bind(F& out, const char* name) {
+    template <class F>
+    void bind(F& out, const char* name) {
         out = library ? reinterpret_cast<F>(dlsym(library, name)) : nullptr;
         if (!out) throw std::runtime_error(std::string("CUDA driver entry point ") + name + " not found");
     }

@@ -35,8 +35,9 @@ bool skip_without_device() {
 
 }  // namespace
 
-TEST_CASE("mma-sm80 matches the f64 reference and the scalar kernel over head dims, dtypes, causal modes, GQA, "
-          "lengths, margins and layouts") {
+TEST_CASE(
+    "mma-sm80 matches the f64 reference and the scalar kernel over head dims, dtypes, causal modes, GQA, "
+    "lengths, margins and layouts") {
     if (skip_without_device()) return;
     const std::pair<int, int> lengths[] = {{1, 1}, {1, 1000}, {7, 129}, {129, 7}, {1000, 1000}, {1000, 1}, {129, 1000}};
     const int head_dims[] = {64, 80, 96, 128, 256};
@@ -48,7 +49,8 @@ TEST_CASE("mma-sm80 matches the f64 reference and the scalar kernel over head di
     for (int head_dim : head_dims)
         for (DType dtype : dtypes)
             for (CausalMode causal : causals)
-                for (float margin : margins) specs.push_back(mma_spec(gpu_test_arch(), head_dim, dtype, causal, margin));
+                for (float margin : margins)
+                    specs.push_back(mma_spec(gpu_test_arch(), head_dim, dtype, causal, margin));
     REQUIRE(prepare_all(gpu_test_runtime(), specs) == 0);
 
     int cases = 0, failures = 0, scalar_checks = 0;
@@ -89,7 +91,8 @@ TEST_CASE("mma-sm80 matches the f64 reference and the scalar kernel over head di
                             // its own tolerance of the reference so within the sum of each other.
                             if (cases % 8 == 0) {
                                 ++scalar_checks;
-                                const auto scalar = run_on_device(gpu_test_runtime(), scalar_spec(shape, margin), shape, inputs);
+                                const auto scalar =
+                                    run_on_device(gpu_test_runtime(), scalar_spec(shape, margin), shape, inputs);
                                 const auto agreement = compare(shape, run.outputs, scalar.outputs,
                                                                tolerance + output_tolerance(shape, inputs));
                                 CHECK_MESSAGE(agreement.bad_elements == 0, to_string(spec), " ", shape.describe(),

@@ -80,10 +80,10 @@ struct Problem {
         a.len_k = len_k;
         a.head_dim = head_dim;
         // BHSD; K and V keep their full-length strides whatever len_k is timed.
-        a.q_strides = a.o_strides = {std::int64_t(heads_q) * len_q * head_dim, std::int64_t(len_q) * head_dim,
-                                     head_dim};
-        a.k_strides = a.v_strides = {std::int64_t(heads_kv) * max_len_k * head_dim,
-                                     std::int64_t(max_len_k) * head_dim, head_dim};
+        a.q_strides =
+            a.o_strides = {std::int64_t(heads_q) * len_q * head_dim, std::int64_t(len_q) * head_dim, head_dim};
+        a.k_strides =
+            a.v_strides = {std::int64_t(heads_kv) * max_len_k * head_dim, std::int64_t(max_len_k) * head_dim, head_dim};
         a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
         a.causal = CausalMode::bottom_right;
         return a;
@@ -171,8 +171,8 @@ int main(int argc, char** argv) {
         for (auto& thread : pool) thread.join();
     }
 
-    std::printf("%-5s %-5s %-16s %8s %8s %8s   (TFLOP/s, causal bottom-right, B=1 Hq=32 Hkv=8 Lq=2048)\n", "D",
-                "dtype", "waves/bq/bk", "Lk=2048", "Lk=8192", "Lk=16384");
+    std::printf("%-5s %-5s %-16s %8s %8s %8s   (TFLOP/s, causal bottom-right, B=1 Hq=32 Hkv=8 Lq=2048)\n", "D", "dtype",
+                "waves/bq/bk", "Lk=2048", "Lk=8192", "Lk=16384");
     int status = 0;
     for (const auto& run : runs) {
         Problem problem(run.head_dim, run.dtype);

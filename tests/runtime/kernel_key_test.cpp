@@ -7,8 +7,8 @@
 using namespace fajit;
 
 TEST_CASE("every input of the kernel key changes it, and the same inputs give the same key") {
-    const KernelKeyInputs base{"family=scalar,d=64", "gfx90a:sramecc+:xnack-", "hiprtc 9.0 abc comgr def",
-                               {"-DX=1"},            "templates",              "source"};
+    const KernelKeyInputs base{
+        "family=scalar,d=64", "gfx90a:sramecc+:xnack-", "hiprtc 9.0 abc comgr def", {"-DX=1"}, "templates", "source"};
     CHECK(kernel_key(base) == kernel_key(base));
     const std::pair<const char*, std::function<void(KernelKeyInputs&)>> changes[] = {
         {"spec", [](KernelKeyInputs& k) { k.spec += ",margin=1"; }},
@@ -17,7 +17,8 @@ TEST_CASE("every input of the kernel key changes it, and the same inputs give th
         {"options", [](KernelKeyInputs& k) { k.options.clear(); }},
         {"templates", [](KernelKeyInputs& k) { k.template_bytes += " "; }},
         {"source", [](KernelKeyInputs& k) { k.source += " "; }},
-        {"field boundary", [](KernelKeyInputs& k) {
+        {"field boundary",
+         [](KernelKeyInputs& k) {
              k.template_bytes += "s";
              k.source = "ource";
          }},

@@ -9,9 +9,9 @@
 #include <fstream>
 
 #include "cache/entry.hpp"
+#include "cache/file_reading.hpp"
 #include "cache/layout.hpp"
 #include "fajit/runtime.hpp"
-#include "cache/file_reading.hpp"
 
 using namespace fajit;
 
@@ -116,8 +116,8 @@ TEST_CASE("test counters and template overrides compile under keys of their own"
     const auto prelude_begin = source.find("// ---- prelude.h ----\n") + 23;
     const auto prelude_end = source.find("// ---- fa_scalar.h ----\n");
     const auto kernel_end = source.find("// ---- specialization ----\n");
-    std::ofstream(templates / "prelude.h") << source.substr(prelude_begin, prelude_end - prelude_begin - 1)
-                                           << "// a local edit\n";
+    std::ofstream(templates / "prelude.h")
+        << source.substr(prelude_begin, prelude_end - prelude_begin - 1) << "// a local edit\n";
     std::ofstream(templates / "fa_scalar.h") << source.substr(prelude_end + 25, kernel_end - prelude_end - 26);
     Options overridden = options_in(root);
     overridden.template_dir = templates;

@@ -15,15 +15,17 @@ namespace {
 
 float round_to(DType dtype, float value) {
     switch (dtype) {
-        case DType::f16: return from_f16_bits(to_f16_bits(value));
-        case DType::bf16: return from_bf16_bits(to_bf16_bits(value));
-        case DType::f32: return value;
+        case DType::f16:
+            return from_f16_bits(to_f16_bits(value));
+        case DType::bf16:
+            return from_bf16_bits(to_bf16_bits(value));
+        case DType::f32:
+            return value;
     }
     return value;
 }
 
 std::size_t element_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
-
 
 std::size_t logical_index(int heads, int length, int head_dim, int b, int h, int s, int d) {
     return ((static_cast<std::size_t>(b) * heads + h) * length + s) * head_dim + d;
@@ -31,8 +33,10 @@ std::size_t logical_index(int heads, int length, int head_dim, int b, int h, int
 
 Strides strides_for(Layout layout, int heads, int length, int head_dim) {
     switch (layout) {
-        case Layout::bhsd: return {std::int64_t(heads) * length * head_dim, std::int64_t(length) * head_dim, head_dim};
-        case Layout::bshd: return {std::int64_t(length) * heads * head_dim, head_dim, std::int64_t(heads) * head_dim};
+        case Layout::bhsd:
+            return {std::int64_t(heads) * length * head_dim, std::int64_t(length) * head_dim, head_dim};
+        case Layout::bshd:
+            return {std::int64_t(length) * heads * head_dim, head_dim, std::int64_t(heads) * head_dim};
         case Layout::padded: {
             const std::int64_t row = head_dim + 8;
             return {heads * length * row, length * row, row};
@@ -58,10 +62,10 @@ std::vector<unsigned char> pack(const CaseShape& shape, const std::vector<float>
                 for (int d = 0; d < shape.head_dim; ++d) {
                     const float value = values[logical_index(heads, length, shape.head_dim, b, h, t, d)];
                     const std::size_t offset = static_cast<std::size_t>(b * s.batch + h * s.head + t * s.sequence + d);
-                    if (shape.dtype == DType::f32) std::memcpy(&storage[offset * 4], &value, 4);
+                    if (shape.dtype == DType::f32)
+                        std::memcpy(&storage[offset * 4], &value, 4);
                     else {
-                        const std::uint16_t bits =
-                            shape.dtype == DType::f16 ? to_f16_bits(value) : to_bf16_bits(value);
+                        const std::uint16_t bits = shape.dtype == DType::f16 ? to_f16_bits(value) : to_bf16_bits(value);
                         std::memcpy(&storage[offset * 2], &bits, 2);
                     }
                 }
@@ -77,7 +81,8 @@ std::vector<double> unpack(const CaseShape& shape, const std::vector<unsigned ch
                 for (int d = 0; d < shape.head_dim; ++d) {
                     const std::size_t offset = static_cast<std::size_t>(b * s.batch + h * s.head + t * s.sequence + d);
                     float value;
-                    if (shape.dtype == DType::f32) std::memcpy(&value, &storage[offset * 4], 4);
+                    if (shape.dtype == DType::f32)
+                        std::memcpy(&value, &storage[offset * 4], 4);
                     else {
                         std::uint16_t bits;
                         std::memcpy(&bits, &storage[offset * 2], 2);
@@ -105,9 +110,12 @@ double max_abs(const std::vector<float>& values) {
 
 double unit_roundoff(DType dtype) {
     switch (dtype) {
-        case DType::f16: return std::ldexp(1.0, -11);
-        case DType::bf16: return std::ldexp(1.0, -8);
-        case DType::f32: return std::ldexp(1.0, -24);
+        case DType::f16:
+            return std::ldexp(1.0, -11);
+        case DType::bf16:
+            return std::ldexp(1.0, -8);
+        case DType::f32:
+            return std::ldexp(1.0, -24);
     }
     return 0.0;
 }

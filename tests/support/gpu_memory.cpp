@@ -25,7 +25,8 @@ struct Driver {
     CuResult (*synchronize)() = nullptr;
     std::string error;
 
-    template <class F> bool bind(F& out, const char* name) {
+    template <class F>
+    bool bind(F& out, const char* name) {
         out = reinterpret_cast<F>(dlsym(library, name));
         return out != nullptr;
     }

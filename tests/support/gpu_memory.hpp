@@ -34,10 +34,12 @@ public:
     void* get() const { return pointer_; }
     std::size_t size() const { return bytes_; }
 
-    template <class T> void upload(const std::vector<T>& host) {
+    template <class T>
+    void upload(const std::vector<T>& host) {
         CudaTestDevice::instance().upload(pointer_, host.data(), host.size() * sizeof(T));
     }
-    template <class T> std::vector<T> download() const {
+    template <class T>
+    std::vector<T> download() const {
         std::vector<T> host(bytes_ / sizeof(T));
         CudaTestDevice::instance().download(host.data(), pointer_, bytes_);
         return host;

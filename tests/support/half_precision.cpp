@@ -26,9 +26,12 @@ float from_f16_bits(std::uint16_t bits) {
     const std::uint32_t exponent = (bits >> 10) & 0x1fu;
     const std::uint32_t mantissa = bits & 0x3ffu;
     float magnitude;
-    if (exponent == 0) magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-    else if (exponent == 31) magnitude = mantissa ? NAN : INFINITY;
-    else magnitude = std::ldexp(static_cast<float>(mantissa | 0x400u), static_cast<int>(exponent) - 25);
+    if (exponent == 0)
+        magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    else if (exponent == 31)
+        magnitude = mantissa ? NAN : INFINITY;
+    else
+        magnitude = std::ldexp(static_cast<float>(mantissa | 0x400u), static_cast<int>(exponent) - 25);
     return std::bit_cast<float>(std::bit_cast<std::uint32_t>(magnitude) | sign);
 }
 

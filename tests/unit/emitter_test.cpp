@@ -44,7 +44,6 @@ TEST_CASE("a template directory overrides the embedded templates") {
     CHECK(emitted.source.find("// overridden prelude") != std::string::npos);
     CHECK(emitted.template_bytes == "// overridden prelude\n// overridden scalar\n");
     std::filesystem::remove(dir / "fa_scalar.h");
-    CHECK_THROWS_WITH_AS(emit(sample_spec(), TemplateStore(dir)), doctest::Contains("fa_scalar.h"),
-                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(emit(sample_spec(), TemplateStore(dir)), doctest::Contains("fa_scalar.h"), std::runtime_error);
     std::filesystem::remove_all(dir);
 }

@@ -17,14 +17,18 @@ public:
         for (const auto& [name, value] : values) {
             const char* old = std::getenv(name);
             saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-            if (value) setenv(name, value, 1);
-            else unsetenv(name);
+            if (value)
+                setenv(name, value, 1);
+            else
+                unsetenv(name);
         }
     }
     ~ScopedEnvironment() {
         for (const auto& [name, value] : saved_) {
-            if (value) setenv(name.c_str(), value->c_str(), 1);
-            else unsetenv(name.c_str());
+            if (value)
+                setenv(name.c_str(), value->c_str(), 1);
+            else
+                unsetenv(name.c_str());
         }
     }
 
@@ -60,7 +64,8 @@ TEST_CASE("sizes, flags and levels parse, and bad values name their variable") {
     CHECK_FALSE(parse_byte_size("5X"));
     CHECK_FALSE(parse_byte_size("99999999999T"));
     {
-        ScopedEnvironment env{{"FAJIT_CACHE_MAX_SIZE", "1M"}, {"FAJIT_CACHE_DISABLE", "1"}, {"FAJIT_LOG_LEVEL", "debug"}};
+        ScopedEnvironment env{
+            {"FAJIT_CACHE_MAX_SIZE", "1M"}, {"FAJIT_CACHE_DISABLE", "1"}, {"FAJIT_LOG_LEVEL", "debug"}};
         const auto options = Options::from_environment();
         CHECK(options.cache_max_bytes == (1u << 20));
         CHECK(options.cache_disabled);

@@ -6,11 +6,11 @@
 using namespace fajit;
 
 TEST_CASE("canonical spec text round-trips through parse and print") {
-    for (const char* text : {
-             "family=scalar,d=128,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=bottom-right,arch=gfx1151",
-             "family=scalar,d=72,dtype=bf16,bq=8,bk=32,waves=2,margin=0.5,causal=top-left,arch=sm_90a",
-             "family=scalar,d=16,dtype=f32,bq=1,bk=64,waves=1,margin=0,causal=none,arch=gfx90a:sramecc+:xnack-",
-             "family=wmma-gfx11,d=128,dtype=f16,bq=64,bk=64,waves=4,margin=10,causal=bottom-right,arch=gfx1100"}) {
+    for (const char* text :
+         {"family=scalar,d=128,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=bottom-right,arch=gfx1151",
+          "family=scalar,d=72,dtype=bf16,bq=8,bk=32,waves=2,margin=0.5,causal=top-left,arch=sm_90a",
+          "family=scalar,d=16,dtype=f32,bq=1,bk=64,waves=1,margin=0,causal=none,arch=gfx90a:sramecc+:xnack-",
+          "family=wmma-gfx11,d=128,dtype=f16,bq=64,bk=64,waves=4,margin=10,causal=bottom-right,arch=gfx1100"}) {
         const auto parsed = parse_spec(text);
         REQUIRE_MESSAGE(parsed.spec, parsed.error);
         CHECK(to_string(*parsed.spec) == text);

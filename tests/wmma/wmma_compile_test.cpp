@@ -163,8 +163,8 @@ TEST_CASE("wmma-gfx11 sweep: every head dim, dtype, tiling, margin and causal mo
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     std::printf("\nwmma-gfx11 HIPRTC sweep (%zu variants, %.1f s on 2 threads)\n", results.size(), wall);
-    std::printf("%-58s %5s %5s %6s %7s %6s %5s %5s %5s %5s %6s\n", "variant", "vgpr", "sgpr", "lds", "scratch", "spills",
-                "wmma", "bar", "bar/it", "ds", "sec");
+    std::printf("%-58s %5s %5s %6s %7s %6s %5s %5s %5s %5s %6s\n", "variant", "vgpr", "sgpr", "lds", "scratch",
+                "spills", "wmma", "bar", "bar/it", "ds", "sec");
     int reported = 0;
     for (const auto& result : results) {
         CHECK_MESSAGE(result.ok, to_string(result.spec), ": ", result.log);
@@ -176,9 +176,9 @@ TEST_CASE("wmma-gfx11 sweep: every head dim, dtype, tiling, margin and causal mo
         const IsaReport& isa = *result.isa;
         ++reported;
         std::printf("%-58s %5d %5d %6lld %7lld %6d %5d %5d %5d %5d %6.2f\n", short_name(result.spec).c_str(), isa.vgprs,
-                    isa.sgprs, isa.lds_bytes, isa.scratch_bytes, std::max(isa.vgpr_spills, 0) + std::max(isa.sgpr_spills, 0),
-                    isa.wmma_instructions, isa.barrier_instructions, isa.loop_barriers, isa.lds_instructions,
-                    result.seconds);
+                    isa.sgprs, isa.lds_bytes, isa.scratch_bytes,
+                    std::max(isa.vgpr_spills, 0) + std::max(isa.sgpr_spills, 0), isa.wmma_instructions,
+                    isa.barrier_instructions, isa.loop_barriers, isa.lds_instructions, result.seconds);
         const std::string name = to_string(result.spec);
         CHECK_MESSAGE(isa.wmma_instructions > 0, name);
         CHECK_MESSAGE(isa.wave_size == 32, name);
@@ -192,7 +192,8 @@ TEST_CASE("wmma-gfx11 sweep: every head dim, dtype, tiling, margin and causal mo
         CHECK_MESSAGE(isa.loop_barriers <= 2, name);
     }
     if (reported == 0 && !results.empty())
-        MESSAGE("ISA checks skipped: " << (results.front().isa_error.empty() ? "no report" : results.front().isa_error));
+        MESSAGE(
+            "ISA checks skipped: " << (results.front().isa_error.empty() ? "no report" : results.front().isa_error));
 }
 
 TEST_CASE("wmma-gfx11 sweep: every variant compiles for sm_90a via NVRTC (the emulation)") {
@@ -207,7 +208,8 @@ TEST_CASE("wmma-gfx11 sweep: every variant compiles for sm_90a via NVRTC (the em
         CHECK_MESSAGE(result.ok, to_string(result.spec), ": ", result.log);
         compiled += result.ok;
     }
-    std::printf("wmma-gfx11 NVRTC sm_90a sweep: %d of %zu variants compiled in %.1f s\n", compiled, results.size(), wall);
+    std::printf("wmma-gfx11 NVRTC sm_90a sweep: %d of %zu variants compiled in %.1f s\n", compiled, results.size(),
+                wall);
 }
 
 TEST_CASE("wmma-gfx11 d=128 key loop: s_barrier per key-block iteration") {
@@ -273,7 +275,8 @@ TEST_CASE("wmma-gfx11 validation keeps LDS within 64 KiB and defaults fit every 
     CHECK(error.find("bk=64") != std::string::npos);
     CHECK(error.find("LDS") != std::string::npos);
     for (int head_dim : {64, 80, 96, 128, 256}) {
-        const auto parsed = parse_spec("family=wmma-gfx11,d=" + std::to_string(head_dim) + ",dtype=bf16,margin=40,arch=gfx1151");
+        const auto parsed =
+            parse_spec("family=wmma-gfx11,d=" + std::to_string(head_dim) + ",dtype=bf16,margin=40,arch=gfx1151");
         CHECK_MESSAGE(parsed.spec.has_value(), head_dim, ": ", parsed.error);
         if (parsed.spec) CHECK(family_shared_bytes(*parsed.spec) <= 64u * 1024u);
     }

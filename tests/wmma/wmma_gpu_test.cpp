@@ -69,7 +69,7 @@ struct Case {
 
 TEST_CASE("wmma-gfx11 (emulated) matches the scalar kernel and the f64 reference") {
     if (skip_without_device()) return;
-    const std::pair<int, int> lengths[] = {{1, 1},    {1, 1000},  {7, 129},    {129, 7},  {7, 7},
+    const std::pair<int, int> lengths[] = {{1, 1},      {1, 1000},   {7, 129},     {129, 7},  {7, 7},
                                            {129, 1000}, {1000, 129}, {1000, 1000}, {1000, 1}, {129, 129}};
     std::vector<Case> cases;
     int index = 0;
@@ -141,7 +141,8 @@ TEST_CASE("wmma-gfx11 (emulated) matches the scalar kernel and the f64 reference
         }
         if (versus_scalar.bad_elements) {
             ++scalar_failures;
-            FAIL_CHECK(name << ": " << versus_scalar.bad_elements << " bad vs scalar, first " << versus_scalar.first_bad);
+            FAIL_CHECK(name << ": " << versus_scalar.bad_elements << " bad vs scalar, first "
+                            << versus_scalar.first_bad);
         }
     }
     std::printf("wmma-gfx11 emulation sweep: %d cases, %d failed vs f64, %d vs scalar\n", run, failures,
@@ -162,8 +163,8 @@ TEST_CASE("wmma-gfx11 (emulated) defers the rescale within the margin on a risin
         int head_dim;
         Tiles tiles;
     };
-    const Ramp ramps[] = {{DType::f16, 0.0f, 64, {4, 64}},   {DType::f16, 10.0f, 64, {4, 64}},
-                          {DType::bf16, 0.0f, 128, {2, 32}}, {DType::bf16, 10.0f, 128, {4, 64}},
+    const Ramp ramps[] = {{DType::f16, 0.0f, 64, {4, 64}},    {DType::f16, 10.0f, 64, {4, 64}},
+                          {DType::bf16, 0.0f, 128, {2, 32}},  {DType::bf16, 10.0f, 128, {4, 64}},
                           {DType::bf16, 40.0f, 128, {4, 64}}, {DType::f16, 10.0f, 256, {2, 32}}};
     int run = 0;
     for (const Ramp& ramp : ramps) {
@@ -188,8 +189,10 @@ TEST_CASE("wmma-gfx11 (emulated) defers the rescale within the margin on a risin
                     to_string(spec).c_str(), got.counters[0], got.counters[1], result.max_error);
         CHECK_MESSAGE(result.bad_elements == 0, to_string(spec), ": ", result.first_bad);
         CHECK(got.counters[0] > 0);
-        if (ramp.margin == 0.0f) CHECK(got.counters[1] == 0);
-        else CHECK(got.counters[1] > 0);
+        if (ramp.margin == 0.0f)
+            CHECK(got.counters[1] == 0);
+        else
+            CHECK(got.counters[1] > 0);
         ++run;
     }
     std::printf("ramp cases run: %d\n", run);

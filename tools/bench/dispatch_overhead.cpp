@@ -59,9 +59,10 @@ fajit::AttentionArgs tiny_args(void* q, void* k, void* v, void* o) {
 }
 
 void report(const char* where, double attention_ns, double raw_ns, int threads) {
-    std::printf("{\"where\": \"%s\", \"threads\": %d, \"attention_ns_per_call\": %.1f, "
-                "\"raw_launch_ns_per_call\": %.1f, \"overhead_ns_per_call\": %.1f}\n",
-                where, threads, attention_ns, raw_ns, attention_ns - raw_ns);
+    std::printf(
+        "{\"where\": \"%s\", \"threads\": %d, \"attention_ns_per_call\": %.1f, "
+        "\"raw_launch_ns_per_call\": %.1f, \"overhead_ns_per_call\": %.1f}\n",
+        where, threads, attention_ns, raw_ns, attention_ns - raw_ns);
 }
 
 int run_fake(long calls, int threads) {

@@ -42,7 +42,8 @@ public:
         counters_->compiles.fetch_add(1);
         CompileResult result;
         if (contains_any(request.program_name, config_.failing_compiles)) {
-            result.log = request.program_name + ":1:1: error: the fake compiler refuses this family\n"
+            result.log = request.program_name +
+                         ":1:1: error: the fake compiler refuses this family\n"
                          "second line of the log\n";
             return result;
         }

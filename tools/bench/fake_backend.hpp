@@ -18,8 +18,8 @@ struct FakeBackendCounters {
 };
 
 struct FakeBackendConfig {
-    std::string arch = "sm_90a";   // what its one device reports
-    int device_count = 1;          // 0: the runtime finds no device
+    std::string arch = "sm_90a";  // what its one device reports
+    int device_count = 1;         // 0: the runtime finds no device
     // A compile or load fails when the program name (fajit_<family>.cu) or the kernel name
     // contains one of these.
     std::vector<std::string> failing_compiles;

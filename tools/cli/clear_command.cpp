@@ -30,7 +30,8 @@ int run_clear(const ClearOptions& options, const CommonOptions& common) {
         result = disk_cache->prune(only_arch);
     }
     if (common.json)
-        std::cout << nlohmann::json{{"removed_entries", result.removed_entries}, {"removed_bytes", result.removed_bytes}}
+        std::cout << nlohmann::json{{"removed_entries", result.removed_entries},
+                                    {"removed_bytes", result.removed_bytes}}
                          .dump(2)
                   << "\n";
     else

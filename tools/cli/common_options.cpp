@@ -1,8 +1,8 @@
 #include "common_options.hpp"
 
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include "exit_codes.hpp"
 
@@ -51,8 +51,9 @@ void route_logging_to_stderr() {
 
 std::unique_ptr<cache::DiskCache> open_disk_cache(const fajit::Options& options) {
     if (options.cache_dir.empty())
-        throw UsageError("no cache directory: pass --cache-dir or set FAJIT_CACHE_DIR (neither XDG_CACHE_HOME nor "
-                         "HOME is set)");
+        throw UsageError(
+            "no cache directory: pass --cache-dir or set FAJIT_CACHE_DIR (neither XDG_CACHE_HOME nor "
+            "HOME is set)");
     cache::DiskCacheConfig config;
     config.root = options.cache_dir;
     config.max_bytes = options.cache_max_bytes;

@@ -37,9 +37,12 @@ int run_compile(const CompileOptions& options, const CommonOptions& common) {
     if (options.isa) isa = isa_report(kernel.code, spec.arch, &isa_error);
 
     if (common.json) {
-        nlohmann::json result = {{"spec", to_string(kernel.spec)},   {"key", kernel.key},
-                                 {"bytes", kernel.code.size()},      {"kernel", kernel.lowered_name},
-                                 {"compiled_now", kernel.compiled_now}, {"compile_seconds", kernel.compile_seconds},
+        nlohmann::json result = {{"spec", to_string(kernel.spec)},
+                                 {"key", kernel.key},
+                                 {"bytes", kernel.code.size()},
+                                 {"kernel", kernel.lowered_name},
+                                 {"compiled_now", kernel.compiled_now},
+                                 {"compile_seconds", kernel.compile_seconds},
                                  {"log", kernel.log}};
         if (isa) result["isa"] = to_json(*isa);
         if (!isa_error.empty()) result["isa_error"] = isa_error;

@@ -37,8 +37,10 @@ int run_devices(const CommonOptions& common) {
     for (const Device& device : devices)
         table.add_row({device.backend + ":" + std::to_string(device.ordinal), device.arch, device.name,
                        std::to_string(device.compute_units), format_bytes(device.shared_memory_per_block)});
-    if (devices.empty()) std::cout << "no devices\n";
-    else table.print(std::cout);
+    if (devices.empty())
+        std::cout << "no devices\n";
+    else
+        table.print(std::cout);
     for (const std::string& reason : unavailable) std::cout << "unavailable: " << reason << "\n";
     return exit_success;
 }

@@ -25,8 +25,10 @@ int run_emit(const EmitOptions& options, const CommonOptions& common) {
     const KernelSpec spec = parse_spec_argument(options.spec, options.arch);
     const Runtime runtime(resolve_options(common));
     const std::string source = runtime.emit(spec);
-    if (common.json) std::cout << nlohmann::json{{"spec", to_string(spec)}, {"source", source}}.dump(2) << "\n";
-    else std::cout << source;
+    if (common.json)
+        std::cout << nlohmann::json{{"spec", to_string(spec)}, {"source", source}}.dump(2) << "\n";
+    else
+        std::cout << source;
     return exit_success;
 }
 

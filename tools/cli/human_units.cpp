@@ -12,12 +12,18 @@ std::optional<std::chrono::seconds> parse_duration(const std::string& text) {
     if (ec != std::errc{} || end == text.data() || count < 0) return std::nullopt;
     const std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
     std::int64_t unit_seconds = 0;
-    if (unit == "s") unit_seconds = 1;
-    else if (unit == "m") unit_seconds = 60;
-    else if (unit == "h") unit_seconds = 3600;
-    else if (unit == "d") unit_seconds = 86400;
-    else if (unit == "w") unit_seconds = 7 * 86400;
-    else return std::nullopt;
+    if (unit == "s")
+        unit_seconds = 1;
+    else if (unit == "m")
+        unit_seconds = 60;
+    else if (unit == "h")
+        unit_seconds = 3600;
+    else if (unit == "d")
+        unit_seconds = 86400;
+    else if (unit == "w")
+        unit_seconds = 7 * 86400;
+    else
+        return std::nullopt;
     if (count > INT64_MAX / unit_seconds) return std::nullopt;
     return std::chrono::seconds(count * unit_seconds);
 }

@@ -39,7 +39,8 @@ int run_ls(const LsOptions& options, const CommonOptions& common) {
                !selected(options.families, metadata_text(entry.metadata, "family"));
     });
     std::sort(entries.begin(), entries.end(), [](const cache::EntryInfo& a, const cache::EntryInfo& b) {
-        return std::pair(a.arch, metadata_text(a.metadata, "spec")) < std::pair(b.arch, metadata_text(b.metadata, "spec"));
+        return std::pair(a.arch, metadata_text(a.metadata, "spec")) <
+               std::pair(b.arch, metadata_text(b.metadata, "spec"));
     });
 
     const auto now = std::filesystem::file_time_type::clock::now();
@@ -50,14 +51,15 @@ int run_ls(const LsOptions& options, const CommonOptions& common) {
         nlohmann::json list = nlohmann::json::array();
         for (const auto& entry : entries) {
             const auto used = std::chrono::file_clock::to_sys(entry.modified);
-            list.push_back({{"arch", entry.arch},
-                            {"family", metadata_text(entry.metadata, "family")},
-                            {"spec", metadata_text(entry.metadata, "spec")},
-                            {"key", entry.key.hex()},
-                            {"size", entry.size},
-                            {"last_used", std::chrono::duration_cast<std::chrono::seconds>(used.time_since_epoch()).count()},
-                            {"age_seconds", age_of(entry).count()},
-                            {"path", entry.path.string()}});
+            list.push_back(
+                {{"arch", entry.arch},
+                 {"family", metadata_text(entry.metadata, "family")},
+                 {"spec", metadata_text(entry.metadata, "spec")},
+                 {"key", entry.key.hex()},
+                 {"size", entry.size},
+                 {"last_used", std::chrono::duration_cast<std::chrono::seconds>(used.time_since_epoch()).count()},
+                 {"age_seconds", age_of(entry).count()},
+                 {"path", entry.path.string()}});
         }
         std::cout << list.dump(2) << "\n";
         return exit_success;

@@ -37,16 +37,17 @@ int run_reporting_errors(const Command& command) {
 int main(int argc, char** argv) {
     route_logging_to_stderr();
     CLI::App app{"fa-jit: run-time compiled flash-attention kernels; warm, inspect and maintain their cache"};
-    app.footer("Exit status: 0 success, 1 bad usage (arguments, spec, environment), 2 the operation failed.\n"
-               "Environment: FAJIT_CACHE_DIR, FAJIT_CACHE_MAX_SIZE, FAJIT_CACHE_DISABLE, FAJIT_LOG_LEVEL, "
-               "FAJIT_TEMPLATE_DIR.\nRun fa-jit COMMAND --help for a command's options.");
+    app.footer(
+        "Exit status: 0 success, 1 bad usage (arguments, spec, environment), 2 the operation failed.\n"
+        "Environment: FAJIT_CACHE_DIR, FAJIT_CACHE_MAX_SIZE, FAJIT_CACHE_DISABLE, FAJIT_LOG_LEVEL, "
+        "FAJIT_TEMPLATE_DIR.\nRun fa-jit COMMAND --help for a command's options.");
     app.set_version_flag("--version", FAJIT_VERSION);
     app.require_subcommand(1);
 
     const Command commands[] = {
-        add_warm_command(app),  add_ls_command(app),   add_stats_command(app),   add_verify_command(app),
-        add_prune_command(app), add_clear_command(app), add_emit_command(app),   add_compile_command(app),
-        add_devices_command(app),
+        add_warm_command(app),   add_ls_command(app),      add_stats_command(app),
+        add_verify_command(app), add_prune_command(app),   add_clear_command(app),
+        add_emit_command(app),   add_compile_command(app), add_devices_command(app),
     };
     try {
         app.parse(argc, argv);

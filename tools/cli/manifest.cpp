@@ -53,26 +53,38 @@ std::vector<KernelSpec> specs_from_sweep(const json& sweep, const std::vector<st
     SweepRequest request;
     request.archs = default_archs;
     for (const auto& [field, value] : sweep.items()) {
-        if (field == "arch") request.archs = text_values(value, field);
-        else if (field == "preset") request.preset = text_values(value, field).at(0);
-        else if (field == "family") request.families = text_values(value, field);
-        else if (field == "head_dim") request.head_dims = text_values(value, field);
-        else if (field == "dtype") request.dtypes = text_values(value, field);
-        else if (field == "causal") request.causal_modes = text_values(value, field);
-        else if (field == "margin") request.margin = number_value<float>(value, field);
-        else if (field == "block_q") request.block_q = number_value<int>(value, field);
-        else if (field == "block_k") request.block_k = number_value<int>(value, field);
-        else if (field == "waves") request.waves = number_value<int>(value, field);
+        if (field == "arch")
+            request.archs = text_values(value, field);
+        else if (field == "preset")
+            request.preset = text_values(value, field).at(0);
+        else if (field == "family")
+            request.families = text_values(value, field);
+        else if (field == "head_dim")
+            request.head_dims = text_values(value, field);
+        else if (field == "dtype")
+            request.dtypes = text_values(value, field);
+        else if (field == "causal")
+            request.causal_modes = text_values(value, field);
+        else if (field == "margin")
+            request.margin = number_value<float>(value, field);
+        else if (field == "block_q")
+            request.block_q = number_value<int>(value, field);
+        else if (field == "block_k")
+            request.block_k = number_value<int>(value, field);
+        else if (field == "waves")
+            request.waves = number_value<int>(value, field);
         else
-            throw UsageError(field + ": unknown field (known: arch, preset, family, head_dim, dtype, causal, margin, "
-                                     "block_q, block_k, waves)");
+            throw UsageError(field +
+                             ": unknown field (known: arch, preset, family, head_dim, dtype, causal, margin, "
+                             "block_q, block_k, waves)");
     }
     return expand_sweep(request);
 }
 
 }  // namespace
 
-std::vector<KernelSpec> read_manifest(const std::filesystem::path& path, const std::vector<std::string>& default_archs) {
+std::vector<KernelSpec> read_manifest(const std::filesystem::path& path,
+                                      const std::vector<std::string>& default_archs) {
     const std::string name = path.string();
     std::ifstream file(path);
     if (!file) throw UsageError(name + ": cannot open");
@@ -87,9 +99,12 @@ std::vector<KernelSpec> read_manifest(const std::filesystem::path& path, const s
         const json& variant = variants[index];
         try {
             std::vector<KernelSpec> found;
-            if (variant.is_string()) found = specs_from_text(variant.get<std::string>(), default_archs);
-            else if (variant.is_object()) found = specs_from_sweep(variant, default_archs);
-            else throw UsageError("expected a spec string or a sweep object");
+            if (variant.is_string())
+                found = specs_from_text(variant.get<std::string>(), default_archs);
+            else if (variant.is_object())
+                found = specs_from_sweep(variant, default_archs);
+            else
+                throw UsageError("expected a spec string or a sweep object");
             specs.insert(specs.end(), found.begin(), found.end());
         } catch (const UsageError& error) {
             throw UsageError(name + ": variants[" + std::to_string(index) + "]: " + error.what());

@@ -54,8 +54,8 @@ int run_prune(const PruneOptions& options, const CommonOptions& common) {
                          .dump(2)
                   << "\n";
     } else {
-        std::cout << "removed " << result.removed_entries << " entries (" << format_bytes(result.removed_bytes)
-                  << "); " << remaining_entries << " entries (" << format_bytes(remaining_bytes) << ") remain\n";
+        std::cout << "removed " << result.removed_entries << " entries (" << format_bytes(result.removed_bytes) << "); "
+                  << remaining_entries << " entries (" << format_bytes(remaining_bytes) << ") remain\n";
     }
     return exit_success;
 }
@@ -65,8 +65,9 @@ int run_prune(const PruneOptions& options, const CommonOptions& common) {
 Command add_prune_command(CLI::App& app) {
     auto options = std::make_shared<PruneOptions>();
     auto* prune = app.add_subcommand("prune", "remove old or least recently used entries");
-    prune->footer("Entries older than --older-than go first, then least recently used ones until the rest fit in\n"
-                  "--max-size. Without either bound, prunes to the configured limit (FAJIT_CACHE_MAX_SIZE).");
+    prune->footer(
+        "Entries older than --older-than go first, then least recently used ones until the rest fit in\n"
+        "--max-size. Without either bound, prunes to the configured limit (FAJIT_CACHE_MAX_SIZE).");
     prune->add_option("--max-size", options->max_size, "keep at most this much, e.g. 512M or 2G");
     prune->add_option("--older-than", options->older_than, "remove entries unused for this long, e.g. 12h or 7d");
     prune->add_option("--arch", options->arch, "only consider this arch's entries (full name)");

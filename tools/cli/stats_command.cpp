@@ -78,7 +78,8 @@ int run_stats(const StatsOptions& options, const CommonOptions& common) {
     table.add_row({"lock timeouts", std::to_string(counters.lock_timeouts), ""});
     table.add_row({"failed publishes", std::to_string(counters.publish_failures), ""});
     table.add_row({"entries", std::to_string(total.entries), ""});
-    table.add_row({"size", format_bytes(total.bytes) + " / " + format_bytes(max_bytes), percent(total.bytes, max_bytes)});
+    table.add_row(
+        {"size", format_bytes(total.bytes) + " / " + format_bytes(max_bytes), percent(total.bytes, max_bytes)});
     for (const auto& [arch, usage] : per_arch)
         table.add_row({"  " + arch, std::to_string(usage.entries), format_bytes(usage.bytes)});
     table.print(std::cout);

@@ -41,13 +41,13 @@ std::vector<HeadDim> parse_head_dims(const std::vector<std::string>& items) {
         const auto dash = item.find('-');
         const auto colon = item.find(':');
         const auto first = parse_int(std::string_view(item).substr(0, dash));
-        const auto last = parse_int(std::string_view(item).substr(dash + 1, colon == std::string::npos
-                                                                                   ? std::string::npos
-                                                                                   : colon - dash - 1));
+        const auto last = parse_int(
+            std::string_view(item).substr(dash + 1, colon == std::string::npos ? std::string::npos : colon - dash - 1));
         const auto step = colon == std::string::npos ? std::optional<int>(default_head_dim_step)
                                                      : parse_int(std::string_view(item).substr(colon + 1));
         if (dash == std::string::npos || !first || !last || !step || *step <= 0 || *first > *last)
-            throw UsageError("d=" + item + ": expected a head dim, a list (64,128) or a range FIRST-LAST[:STEP] "
+            throw UsageError("d=" + item +
+                             ": expected a head dim, a list (64,128) or a range FIRST-LAST[:STEP] "
                              "(64-128:8)");
         for (int dim = *first; dim <= *last; dim += *step) dims.push_back({dim, false});
     }
@@ -84,8 +84,10 @@ void require_variants_for(const std::vector<Candidate>& candidates, const std::s
         bool any_valid = false;
         for (const Candidate& candidate : candidates) {
             if (value_of(candidate.spec) != value) continue;
-            if (candidate.error.empty()) any_valid = true;
-            else if (!first_rejected) first_rejected = &candidate;
+            if (candidate.error.empty())
+                any_valid = true;
+            else if (!first_rejected)
+                first_rejected = &candidate;
         }
         if (!any_valid && first_rejected) throw UsageError(first_rejected->error);
     }
@@ -105,13 +107,14 @@ std::set<std::string> explicitly_named(const std::vector<std::string>& given, co
 std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
     if (request.archs.empty()) throw UsageError("no arch: give --arch (no local device was found)");
     const auto head_dims = head_dims_of(request);
-    const auto families = parse_names<Family>(request.families, parse_family, "family", "scalar, wmma-gfx11 or mma-sm80",
-                                              {Family::scalar, Family::wmma_gfx11, Family::mma_sm80});
+    const auto families =
+        parse_names<Family>(request.families, parse_family, "family", "scalar, wmma-gfx11 or mma-sm80",
+                            {Family::scalar, Family::wmma_gfx11, Family::mma_sm80});
     const auto dtypes =
         parse_names<DType>(request.dtypes, parse_dtype, "dtype", "f16, bf16 or f32", {DType::f16, DType::bf16});
-    const auto causal_modes = parse_names<CausalMode>(request.causal_modes, parse_causal, "causal",
-                                                      "none, top-left or bottom-right",
-                                                      {CausalMode::none, CausalMode::bottom_right});
+    const auto causal_modes =
+        parse_names<CausalMode>(request.causal_modes, parse_causal, "causal", "none, top-left or bottom-right",
+                                {CausalMode::none, CausalMode::bottom_right});
 
     std::vector<Candidate> candidates;
     for (const std::string& arch : request.archs)

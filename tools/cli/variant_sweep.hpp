@@ -15,13 +15,13 @@ inline constexpr float default_warm_margin = 10.0f;
 
 // Values as typed: names, numbers and head dim ranges ("64-128:8", step 8 when omitted).
 struct SweepRequest {
-    std::vector<std::string> archs;         // full target names; must not be empty
-    std::string preset;                     // supplies the head dim when head_dims is empty
-    std::vector<std::string> families;      // empty: every family valid for each arch
+    std::vector<std::string> archs;     // full target names; must not be empty
+    std::string preset;                 // supplies the head dim when head_dims is empty
+    std::vector<std::string> families;  // empty: every family valid for each arch
     std::vector<std::string> head_dims;
-    std::vector<std::string> dtypes;        // empty: f16 and bf16
-    std::vector<std::string> causal_modes;  // empty: none and bottom-right
-    std::optional<float> margin;            // empty: default_warm_margin
+    std::vector<std::string> dtypes;             // empty: f16 and bf16
+    std::vector<std::string> causal_modes;       // empty: none and bottom-right
+    std::optional<float> margin;                 // empty: default_warm_margin
     std::optional<int> block_q, block_k, waves;  // empty: the family's defaults
 };
 

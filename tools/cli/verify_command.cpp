@@ -27,7 +27,9 @@ int run_verify(const VerifyOptions& options, const CommonOptions& common) {
     if (common.json) {
         nlohmann::json bad = nlohmann::json::array();
         for (const auto& entry : bad_entries)
-            bad.push_back({{"arch", entry.arch}, {"key", entry.key.hex()}, {"path", entry.path.string()},
+            bad.push_back({{"arch", entry.arch},
+                           {"key", entry.key.hex()},
+                           {"path", entry.path.string()},
                            {"error", entry.error}});
         std::cout << nlohmann::json{{"checked", checked}, {"bad", std::move(bad)}, {"removed", options.fix}}.dump(2)
                   << "\n";

@@ -97,8 +97,9 @@ int run_warm(WarmOptions& options, const CommonOptions& common) {
     if (options.jobs < 1) throw UsageError("--jobs=" + std::to_string(options.jobs) + ": must be at least 1");
     const fajit::Options library_options = resolve_options(common);
     if (library_options.cache_dir.empty() || library_options.cache_disabled)
-        throw UsageError("the disk cache is off (no cache directory, or FAJIT_CACHE_DISABLE=1): warming would keep "
-                         "nothing; pass --cache-dir");
+        throw UsageError(
+            "the disk cache is off (no cache directory, or FAJIT_CACHE_DISABLE=1): warming would keep "
+            "nothing; pass --cache-dir");
     Runtime runtime(library_options);
     const std::vector<KernelSpec> specs = planned_variants(options, runtime);
     if (options.dry_run) return print_plan(specs, common.json);
@@ -110,8 +111,10 @@ int run_warm(WarmOptions& options, const CommonOptions& common) {
 
     const WarmTotals totals = total_up(results, wall_seconds, options.jobs);
     print_failures(results, failure_log_lines, std::cerr);
-    if (common.json) std::cout << warm_report_json(results, totals).dump(2) << "\n";
-    else print_warm_summary(totals, std::cout);
+    if (common.json)
+        std::cout << warm_report_json(results, totals).dump(2) << "\n";
+    else
+        print_warm_summary(totals, std::cout);
     return totals.failed ? exit_failed : exit_success;
 }
 
@@ -126,13 +129,15 @@ Command add_warm_command(CLI::App& app) {
         "A --manifest adds the variants it lists (format: tools/cli/MANIFEST.md).\n"
         "Exit status: 0 all variants cached, 1 bad arguments, 2 some variant failed to compile.");
     auto& sweep = options->sweep;
-    warm->add_option("--arch", sweep.archs, "target, full name with features (repeatable or comma-separated; "
-                                            "default: the local devices' archs)")
+    warm->add_option("--arch", sweep.archs,
+                     "target, full name with features (repeatable or comma-separated; "
+                     "default: the local devices' archs)")
         ->delimiter(',');
     warm->add_option("--preset", sweep.preset, "model preset supplying the head dim (see --list-presets)");
     warm->add_flag("--list-presets", options->list_presets, "list the presets and exit");
-    warm->add_option("--family", sweep.families, "kernel families: scalar, wmma-gfx11, mma-sm80 (default: every family valid "
-                                                 "for each arch)")
+    warm->add_option("--family", sweep.families,
+                     "kernel families: scalar, wmma-gfx11, mma-sm80 (default: every family valid "
+                     "for each arch)")
         ->delimiter(',');
     warm->add_option("--head-dim", sweep.head_dims, "head dims: 128, a list 64,128 or a range 64-128:8")
         ->delimiter(',');

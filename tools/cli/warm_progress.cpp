@@ -16,8 +16,8 @@ public:
 class ProgressLines final : public WarmObserver {
 public:
     void finished(const WarmResult& result, std::size_t done, std::size_t total) override {
-        std::fprintf(stderr, "[%zu/%zu] %-8s %6.2f s  %s\n", done, total, std::string(to_string(result.outcome)).c_str(),
-                     result.seconds, to_string(result.spec).c_str());
+        std::fprintf(stderr, "[%zu/%zu] %-8s %6.2f s  %s\n", done, total,
+                     std::string(to_string(result.outcome)).c_str(), result.seconds, to_string(result.spec).c_str());
     }
 };
 
@@ -30,8 +30,9 @@ public:
             std::fprintf(stderr, "\r\033[Kfailed: %s\n", to_string(result.spec).c_str());
         constexpr std::size_t width = 30;
         const std::size_t filled = total ? width * done / total : width;
-        std::fprintf(stderr, "\r\033[K[%s%s] %zu/%zu  compiled %zu  cached %zu  failed %zu", std::string(filled, '#').c_str(),
-                     std::string(width - filled, '.').c_str(), done, total, counts_[0], counts_[1], counts_[2]);
+        std::fprintf(stderr, "\r\033[K[%s%s] %zu/%zu  compiled %zu  cached %zu  failed %zu",
+                     std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), done, total,
+                     counts_[0], counts_[1], counts_[2]);
         if (done == total) std::fputc('\n', stderr);
         std::fflush(stderr);
     }

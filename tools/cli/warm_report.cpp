@@ -23,9 +23,15 @@ WarmTotals total_up(const std::vector<WarmResult>& results, double wall_seconds,
     for (const WarmResult& result : results) {
         totals.compile_seconds += result.compile_seconds;
         switch (result.outcome) {
-            case WarmOutcome::compiled: ++totals.compiled; break;
-            case WarmOutcome::cached: ++totals.cached; break;
-            case WarmOutcome::failed: ++totals.failed; break;
+            case WarmOutcome::compiled:
+                ++totals.compiled;
+                break;
+            case WarmOutcome::cached:
+                ++totals.cached;
+                break;
+            case WarmOutcome::failed:
+                ++totals.failed;
+                break;
         }
     }
     return totals;
@@ -34,7 +40,8 @@ WarmTotals total_up(const std::vector<WarmResult>& results, double wall_seconds,
 void print_warm_summary(const WarmTotals& totals, std::ostream& out) {
     using Align = TextTable::Align;
     TextTable table({Align::left, Align::right, Align::left});
-    table.add_row({"compiled", std::to_string(totals.compiled), "compile time " + seconds_text(totals.compile_seconds)});
+    table.add_row(
+        {"compiled", std::to_string(totals.compiled), "compile time " + seconds_text(totals.compile_seconds)});
     table.add_row({"already cached", std::to_string(totals.cached), ""});
     table.add_row({"failed", std::to_string(totals.failed), ""});
     table.add_row({"total", std::to_string(totals.compiled + totals.cached + totals.failed),

@@ -52,9 +52,12 @@ std::vector<WarmResult> warm_variants(Runtime& runtime, const std::vector<Kernel
 
 std::string_view to_string(WarmOutcome outcome) {
     switch (outcome) {
-        case WarmOutcome::compiled: return "compiled";
-        case WarmOutcome::cached: return "cached";
-        case WarmOutcome::failed: return "failed";
+        case WarmOutcome::compiled:
+            return "compiled";
+        case WarmOutcome::cached:
+            return "cached";
+        case WarmOutcome::failed:
+            return "failed";
     }
     return "?";
 }

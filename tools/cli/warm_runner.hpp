@@ -16,8 +16,8 @@ struct WarmResult {
     double seconds = 0.0;          // wall time of this variant's prepare()
     double compile_seconds = 0.0;  // compiler time of a variant compiled now
     std::string key;
-    std::string error;             // why it failed
-    std::string log;               // the compiler's log when the compiler rejected it
+    std::string error;  // why it failed
+    std::string log;    // the compiler's log when the compiler rejected it
 };
 
 // Told about every variant as it finishes; called from the worker threads, one call at a time.
