@@ -65,6 +65,13 @@ public:
     // naming the failure when the loader rejects the code.
     virtual std::unique_ptr<LoadedKernel> load(int device, std::span<const std::byte> code,
                                                const std::string& lowered_name) const = 0;
+    // Device memory for tools and benchmarks; engines bring their own. Each throws
+    // std::runtime_error naming the failed call.
+    virtual void* allocate(int device, std::size_t bytes) const = 0;
+    virtual void release(int device, void* pointer) const = 0;
+    virtual void upload(int device, void* destination, const void* source, std::size_t bytes) const = 0;
+    // Waits for all work queued on the device, and reports a failed kernel.
+    virtual void synchronize(int device) const = 0;
 };
 
 // The backends compiled into this build, whether or not their libraries are present.

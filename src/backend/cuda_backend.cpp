@@ -86,6 +86,10 @@ struct Driver {
     decltype(&cuFuncSetAttribute) function_attribute = nullptr;
     decltype(&cuLaunchKernel) launch = nullptr;
     decltype(&cuGetErrorString) error_string = nullptr;
+    decltype(&cuMemAlloc) memory_allocate = nullptr;
+    decltype(&cuMemFree) memory_free = nullptr;
+    decltype(&cuMemcpyHtoD) copy_to_device = nullptr;
+    decltype(&cuCtxSynchronize) synchronize = nullptr;
     std::string error;
 
     Driver() {
@@ -291,6 +295,31 @@ public:
             api.check(status, ("cuModuleGetFunction(" + lowered_name + ")").c_str());
         }
         return std::make_unique<CudaKernel>(device, module, function);
+    }
+
+    void* allocate(int device, std::size_t bytes) const override {
+        const Driver& api = driver();
+        if (!api.error.empty()) throw std::runtime_error(api.error);
+        api.make_current(device);
+        CUdeviceptr pointer = 0;
+        api.check(api.memory_allocate(&pointer, bytes), "cuMemAlloc");
+        return reinterpret_cast<void*>(pointer);
+    }
+
+    void release(int device, void* pointer) const override {
+        driver().make_current(device);
+        driver().check(driver().memory_free(reinterpret_cast<CUdeviceptr>(pointer)), "cuMemFree");
+    }
+
+    void upload(int device, void* destination, const void* source, std::size_t bytes) const override {
+        driver().make_current(device);
+        driver().check(driver().copy_to_device(reinterpret_cast<CUdeviceptr>(destination), source, bytes),
+                       "cuMemcpyHtoD");
+    }
+
+    void synchronize(int device) const override {
+        driver().make_current(device);
+        driver().check(driver().synchronize(), "cuCtxSynchronize");
     }
 };
 

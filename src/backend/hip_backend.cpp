@@ -91,6 +91,10 @@ struct HipRuntime {
     decltype(&hipModuleGetFunction) module_function = nullptr;
     decltype(&hipModuleLaunchKernel) launch = nullptr;
     decltype(&hipGetErrorString) error_string = nullptr;
+    hipError_t (*memory_allocate)(void**, std::size_t) = nullptr;  // hipMalloc has template overloads
+    decltype(&hipFree) memory_free = nullptr;
+    decltype(&hipMemcpy) copy = nullptr;
+    decltype(&hipDeviceSynchronize) synchronize = nullptr;
     std::string error;
 
     HipRuntime() {
@@ -103,7 +107,9 @@ struct HipRuntime {
             library.bind(properties, FAJIT_SYMBOL_NAME(hipGetDeviceProperties)) &&
             library.bind(set_device, "hipSetDevice") && library.bind(module_load, "hipModuleLoadData") &&
             library.bind(module_unload, "hipModuleUnload") && library.bind(module_function, "hipModuleGetFunction") &&
-            library.bind(launch, "hipModuleLaunchKernel") && library.bind(error_string, "hipGetErrorString");
+            library.bind(launch, "hipModuleLaunchKernel") && library.bind(error_string, "hipGetErrorString") &&
+            library.bind(memory_allocate, "hipMalloc") && library.bind(memory_free, "hipFree") &&
+            library.bind(copy, "hipMemcpy") && library.bind(synchronize, "hipDeviceSynchronize");
         if (!bound) {
             error = "HIP runtime at " + library.path() + " lacks an expected symbol";
             return;
@@ -265,6 +271,30 @@ public:
             api.check(status, "hipModuleGetFunction(" + lowered_name + ")");
         }
         return std::make_unique<HipKernel>(device, module, function);
+    }
+
+    void* allocate(int device, std::size_t bytes) const override {
+        const HipRuntime& api = hip();
+        if (!api.error.empty()) throw std::runtime_error(api.error);
+        api.check(api.set_device(device), "hipSetDevice");
+        void* pointer = nullptr;
+        api.check(api.memory_allocate(&pointer, bytes), "hipMalloc");
+        return pointer;
+    }
+
+    void release(int device, void* pointer) const override {
+        hip().check(hip().set_device(device), "hipSetDevice");
+        hip().check(hip().memory_free(pointer), "hipFree");
+    }
+
+    void upload(int device, void* destination, const void* source, std::size_t bytes) const override {
+        hip().check(hip().set_device(device), "hipSetDevice");
+        hip().check(hip().copy(destination, source, bytes, hipMemcpyHostToDevice), "hipMemcpy");
+    }
+
+    void synchronize(int device) const override {
+        hip().check(hip().set_device(device), "hipSetDevice");
+        hip().check(hip().synchronize(), "hipDeviceSynchronize");
     }
 };
 

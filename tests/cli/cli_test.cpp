@@ -107,7 +107,8 @@ std::vector<fs::path> entry_files(const fs::path& arch_directory) {
 }  // namespace
 
 TEST_CASE("every subcommand answers --help with exit 0") {
-    for (const char* command : {"warm", "ls", "stats", "verify", "prune", "clear", "emit", "compile", "devices"}) {
+    for (const char* command :
+         {"warm", "ls", "stats", "verify", "prune", "clear", "emit", "compile", "devices", "bench"}) {
         const CliRun run = fa_jit({command, "--help"});
         INFO(command << ": " << run.err);
         CHECK(run.exit_code == 0);
@@ -146,6 +147,11 @@ TEST_CASE("errors of use exit 1 with a message naming the field") {
     SUBCASE("an unknown option") {
         CHECK(fa_jit({"ls", "--no-such-option"}).exit_code == exit_usage);
         CHECK(fa_jit({}).exit_code == exit_usage);
+    }
+    SUBCASE("a bench shape with mismatched heads, before any device is touched") {
+        const CliRun run = fa_jit(with_cache({"bench", "--heads-q", "32", "--heads-kv", "3"}, cache));
+        CHECK(run.exit_code == exit_usage);
+        CHECK(run.err.find("heads_q=32") != std::string::npos);
     }
     SUBCASE("a malformed duration") {
         const CliRun run = fa_jit(with_cache({"prune", "--older-than", "7 days"}, cache));
@@ -315,4 +321,22 @@ TEST_CASE("devices reports every backend's view as JSON") {
     CHECK(devices["devices"].is_array());
     CHECK(devices["unavailable"].is_array());
     CHECK(devices["devices"].size() + devices["unavailable"].size() > 0);
+}
+
+TEST_CASE("bench times the selected variant against scalar on a GPU, and says why not without one") {
+    const fs::path cache = fresh_directory("bench");
+    const CliRun run = fa_jit(with_cache({"bench", "--json", "--heads-q", "4", "--heads-kv", "2", "--len-q", "128",
+                                          "--len-k", "256", "--head-dim", "64", "--reps", "3", "--scalar-reps", "1"},
+                                         cache));
+    INFO(run.err);
+    if (run.exit_code == exit_failed) {
+        CHECK(run.err.find("no GPU device") != std::string::npos);
+        MESSAGE("no GPU here: bench reported " << run.err);
+        return;
+    }
+    REQUIRE(run.exit_code == 0);
+    const json report = json::parse(run.out);
+    CHECK(report["selected"]["ms"].get<double>() > 0.0);
+    CHECK(report["scalar"]["spec"].get<std::string>().find("family=scalar") == 0);
+    CHECK(report["speedup"].get<double>() > 0.0);
 }

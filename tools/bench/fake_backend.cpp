@@ -1,5 +1,6 @@
 #include "fake_backend.hpp"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "spec/arch.hpp"
@@ -67,6 +68,14 @@ public:
             throw std::runtime_error("the fake loader refuses " + lowered_name);
         return std::make_unique<FakeKernel>(counters_);
     }
+
+    // Host memory stands in for device memory: fake kernels never touch it.
+    void* allocate(int, std::size_t bytes) const override { return ::operator new(bytes); }
+    void release(int, void* pointer) const override { ::operator delete(pointer); }
+    void upload(int, void* destination, const void* source, std::size_t bytes) const override {
+        std::memcpy(destination, source, bytes);
+    }
+    void synchronize(int) const override {}
 
 private:
     FakeBackendConfig config_;

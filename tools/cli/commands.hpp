@@ -23,5 +23,6 @@ Command add_clear_command(CLI::App& app);
 Command add_emit_command(CLI::App& app);
 Command add_compile_command(CLI::App& app);
 Command add_devices_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
 
 }  // namespace fajit::cli

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     const Command commands[] = {
         add_warm_command(app),   add_ls_command(app),      add_stats_command(app),
         add_verify_command(app), add_prune_command(app),   add_clear_command(app),
-        add_emit_command(app),   add_compile_command(app), add_devices_command(app),
+        add_emit_command(app),   add_compile_command(app), add_devices_command(app), add_bench_command(app),
     };
     try {
         app.parse(argc, argv);
