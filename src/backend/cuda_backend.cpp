@@ -104,7 +104,10 @@ struct Driver {
             library.bind(set_current, "cuCtxSetCurrent") && library.bind(module_load, "cuModuleLoadData") &&
             library.bind(module_unload, "cuModuleUnload") && library.bind(module_function, "cuModuleGetFunction") &&
             library.bind(function_attribute, "cuFuncSetAttribute") && library.bind(launch, "cuLaunchKernel") &&
-            library.bind(error_string, "cuGetErrorString");
+            library.bind(error_string, "cuGetErrorString") &&
+            // cuda.h maps these names to their _v2 entry points.
+            library.bind(memory_allocate, "cuMemAlloc_v2") && library.bind(memory_free, "cuMemFree_v2") &&
+            library.bind(copy_to_device, "cuMemcpyHtoD_v2") && library.bind(synchronize, "cuCtxSynchronize");
         if (!bound) {
             error = "CUDA driver at " + library.path() + " lacks an expected symbol";
             return;
