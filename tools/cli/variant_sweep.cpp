@@ -6,6 +6,7 @@
 #include <functional>
 #include <set>
 
+#include "dispatch/variant_table.hpp"
 #include "exit_codes.hpp"
 #include "presets.hpp"
 
@@ -116,27 +117,36 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
         parse_names<CausalMode>(request.causal_modes, parse_causal, "causal", "none, top-left or bottom-right",
                                 {CausalMode::none, CausalMode::bottom_right});
 
+    // Without --family, an arch gets the families the dispatcher would run there, not
+    // every family that compiles for it (wmma-gfx11's NVIDIA emulation is for tests).
+    const auto dispatched_on = [](Family family, const std::string& arch) {
+        for (const VariantRow& row : variant_table())
+            if (row.family == family && row.runs_on(arch)) return true;
+        return false;
+    };
+
     std::vector<Candidate> candidates;
     for (const std::string& arch : request.archs)
         for (const Family family : families)
-            for (const HeadDim& dim : head_dims)
-                for (const DType dtype : dtypes)
-                    for (const CausalMode causal : causal_modes) {
-                        KernelSpec spec;
-                        spec.family = family;
-                        spec.arch = arch;
-                        spec.head_dim = dim.value;
-                        spec = with_family_defaults(spec);
-                        spec.dtype = dtype;
-                        spec.causal = causal;
-                        spec.rescale_margin = request.margin.value_or(default_warm_margin);
-                        if (request.block_q) spec.block_q = *request.block_q;
-                        if (request.block_k) spec.block_k = *request.block_k;
-                        if (request.waves) spec.waves = *request.waves;
-                        std::string error = validate(spec);
-                        if (!error.empty()) spdlog::debug("skipping {}: {}", to_string(spec), error);
-                        candidates.push_back({std::move(spec), std::move(error)});
-                    }
+            if (!request.families.empty() || dispatched_on(family, arch))
+                for (const HeadDim& dim : head_dims)
+                    for (const DType dtype : dtypes)
+                        for (const CausalMode causal : causal_modes) {
+                            KernelSpec spec;
+                            spec.family = family;
+                            spec.arch = arch;
+                            spec.head_dim = dim.value;
+                            spec = with_family_defaults(spec);
+                            spec.dtype = dtype;
+                            spec.causal = causal;
+                            spec.rescale_margin = request.margin.value_or(default_warm_margin);
+                            if (request.block_q) spec.block_q = *request.block_q;
+                            if (request.block_k) spec.block_k = *request.block_k;
+                            if (request.waves) spec.waves = *request.waves;
+                            std::string error = validate(spec);
+                            if (!error.empty()) spdlog::debug("skipping {}: {}", to_string(spec), error);
+                            candidates.push_back({std::move(spec), std::move(error)});
+                        }
 
     // Archs and every list given explicitly are checked; defaults and ranges may skip.
     require_variants_for(candidates, {request.archs.begin(), request.archs.end()},
