@@ -8,38 +8,15 @@
 #include <string>
 
 #include "backend/backend.hpp"
-#include "codegen/emitter.hpp"
+#include "support/compile_support.hpp"
 
 using namespace fajit;
+using namespace fajit::testing;
 
 namespace {
 
 constexpr std::uint16_t elf_machine_amdgpu = 224;
 constexpr std::uint16_t elf_machine_cuda = 190;
-
-const Backend* compiler_for(const std::string& arch) {
-    static const auto backends = make_backends();
-    for (const auto& backend : backends)
-        if (backend->targets(arch)) {
-            if (auto reason = backend->compiler_unavailable_reason(); !reason.empty()) {
-                MESSAGE("skipped " << arch << ": " << reason);
-                return nullptr;
-            }
-            return backend.get();
-        }
-    MESSAGE("skipped " << arch << ": no backend for it in this build");
-    return nullptr;
-}
-
-CompileResult compile(const KernelSpec& spec, const Backend& backend) {
-    const auto emitted = emit(spec, TemplateStore());
-    CompileRequest request;
-    request.source = emitted.source;
-    request.program_name = "fa_scalar.cu";
-    request.name_expressions = {emitted.name_expression};
-    request.arch = spec.arch;
-    return backend.compile(request);
-}
 
 std::uint16_t elf_machine(const std::vector<std::byte>& code) {
     REQUIRE(code.size() > 64);
@@ -82,7 +59,7 @@ TEST_CASE("HIPRTC builds AMDGPU code objects naming their full target") {
         const Backend* backend = compiler_for(arch);
         if (!backend) continue;
         for (DType dtype : {DType::f16, DType::bf16, DType::f32}) {
-            const auto result = compile(spec_for(arch, 128, dtype, CausalMode::bottom_right), *backend);
+            const auto result = compile_directly(spec_for(arch, 128, dtype, CausalMode::bottom_right), *backend);
             REQUIRE_MESSAGE(result.ok, arch, ": ", result.log);
             CHECK(elf_machine(result.code) == elf_machine_amdgpu);
             CHECK_MESSAGE(contains(result.code, "amdgcn-amd-amdhsa--" + arch), arch);
@@ -97,7 +74,7 @@ TEST_CASE("NVRTC builds cubins for the requested SM") {
         const Backend* backend = compiler_for(arch);
         if (!backend) continue;
         for (DType dtype : {DType::f16, DType::bf16, DType::f32}) {
-            const auto result = compile(spec_for(arch, 128, dtype, CausalMode::bottom_right), *backend);
+            const auto result = compile_directly(spec_for(arch, 128, dtype, CausalMode::bottom_right), *backend);
             REQUIRE_MESSAGE(result.ok, arch, ": ", result.log);
             CHECK(elf_machine(result.code) == elf_machine_cuda);
             CHECK(((elf_flags(result.code) >> 8) & 0xffu) == sm);  // cubin e_flags carry the SM version
@@ -114,7 +91,7 @@ TEST_CASE("every head dim and causal mode of the scalar family compiles") {
         int compiled = 0;
         for (int head_dim = 16; head_dim <= 256; head_dim += 8) {
             const auto causal = static_cast<CausalMode>(head_dim / 8 % 3);
-            const auto result = compile(spec_for(arch, head_dim, DType::f16, causal), *backend);
+            const auto result = compile_directly(spec_for(arch, head_dim, DType::f16, causal), *backend);
             CHECK_MESSAGE(result.ok, arch, " d=", head_dim, ": ", result.log);
             compiled += result.ok;
         }

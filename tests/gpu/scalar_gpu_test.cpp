@@ -13,18 +13,6 @@
 using namespace fajit;
 using namespace fajit::testing;
 
-namespace {
-
-bool skip_without_device() {
-    if (auto reason = gpu_skip_reason(); !reason.empty()) {
-        std::printf("skipped: %s\n", reason.c_str());
-        return true;
-    }
-    return false;
-}
-
-}  // namespace
-
 TEST_CASE("scalar kernel matches the f64 reference over dtype, causal, head dim, GQA, lengths and margin") {
     if (skip_without_device()) return;
     const std::pair<int, int> lengths[] = {{1, 1},      {1, 1000},   {7, 129},     {129, 7}, {7, 7},
@@ -74,12 +62,7 @@ TEST_CASE("scalar kernel moves its frame only past the margin on a rising score 
     unsigned long long moves[3], kept[3];
     const float margins[3] = {0.0f, 10.0f, 40.0f};
     for (int m = 0; m < 3; ++m) {
-        CaseShape shape;
-        shape.len_q = 64;
-        shape.len_k = 1024;
-        shape.head_dim = 64;
-        shape.dtype = DType::bf16;
-        shape.causal = CausalMode::bottom_right;
+        const CaseShape shape = ramp_shape();
         const CaseInputs inputs = ramp_inputs(shape, 7);
         const auto run = run_on_device(counting, scalar_spec(shape, margins[m]), shape, inputs, true);
         const auto want = reference_attention(shape, inputs);

@@ -15,24 +15,12 @@
 #include "backend/backend.hpp"
 #include "codegen/emitter.hpp"
 #include "mma/mma_candidates.hpp"
+#include "support/compile_support.hpp"
 
 using namespace fajit;
+using namespace fajit::testing;
 
 namespace {
-
-const Backend* nvrtc() {
-    static const auto backends = make_backends();
-    for (const auto& backend : backends)
-        if (backend->targets("sm_90a")) {
-            if (auto reason = backend->compiler_unavailable_reason(); !reason.empty()) {
-                std::printf("skipped: %s\n", reason.c_str());
-                return nullptr;
-            }
-            return backend.get();
-        }
-    std::printf("skipped: this build has no NVIDIA backend\n");
-    return nullptr;
-}
 
 struct PtxasReport {
     bool ok = false;
@@ -45,14 +33,7 @@ struct PtxasReport {
 // ptxas -v prints "Used N registers" and "S bytes spill stores, L bytes spill loads"
 // for the kernel (the only function in the program).
 PtxasReport compile_verbose(const KernelSpec& spec, const Backend& backend) {
-    const auto emitted = emit(spec, TemplateStore());
-    CompileRequest request;
-    request.source = emitted.source;
-    request.program_name = "fa_mma_sm80.cu";
-    request.name_expressions = {emitted.name_expression};
-    request.options = {"--ptxas-options=-v"};
-    request.arch = spec.arch;
-    const CompileResult result = backend.compile(request);
+    const CompileResult result = compile_directly(spec, backend, {"--ptxas-options=-v"});
     PtxasReport report;
     report.ok = result.ok;
     report.log = result.log;
@@ -103,7 +84,7 @@ void check_no_spills(const std::vector<KernelSpec>& specs, const Backend& backen
 }  // namespace
 
 TEST_CASE("every head dim, dtype, causal mode and margin compiles for sm_80 and sm_90a without spills") {
-    const Backend* backend = nvrtc();
+    const Backend* backend = compiler_for("sm_90a");
     if (!backend) return;
     std::vector<KernelSpec> specs;
     for (const std::string arch : {"sm_80", "sm_90a"})
@@ -116,7 +97,7 @@ TEST_CASE("every head dim, dtype, causal mode and margin compiles for sm_80 and 
 }
 
 TEST_CASE("every benchmark tile candidate compiles for sm_90a without spills") {
-    const Backend* backend = nvrtc();
+    const Backend* backend = compiler_for("sm_90a");
     if (!backend) return;
     std::vector<KernelSpec> specs;
     for (int head_dim : {64, 128, 256})

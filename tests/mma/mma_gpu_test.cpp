@@ -21,11 +21,9 @@ using namespace fajit::testing;
 
 namespace {
 
-bool skip_without_device() {
-    if (auto reason = gpu_skip_reason(); !reason.empty()) {
-        std::printf("skipped: %s\n", reason.c_str());
-        return true;
-    }
+// The family needs sm_80 or later, beyond what every GPU suite needs.
+bool skip_without_sm80() {
+    if (skip_without_device()) return true;
     if (const auto arch = gpu_test_arch(); sm_version(arch) < 80) {
         std::printf("skipped: the device is %s, the family needs sm_80 or later\n", arch.c_str());
         return true;
@@ -38,7 +36,7 @@ bool skip_without_device() {
 TEST_CASE(
     "mma-sm80 matches the f64 reference and the scalar kernel over head dims, dtypes, causal modes, GQA, "
     "lengths, margins and layouts") {
-    if (skip_without_device()) return;
+    if (skip_without_sm80()) return;
     const std::pair<int, int> lengths[] = {{1, 1}, {1, 1000}, {7, 129}, {129, 7}, {1000, 1000}, {1000, 1}, {129, 1000}};
     const int head_dims[] = {64, 80, 96, 128, 256};
     const DType dtypes[] = {DType::f16, DType::bf16};
@@ -105,7 +103,7 @@ TEST_CASE(
 }
 
 TEST_CASE("mma-sm80 tile candidates agree with the reference on an odd-length GQA case") {
-    if (skip_without_device()) return;
+    if (skip_without_sm80()) return;
     for (int head_dim : {64, 128, 256})
         for (const auto& tiles : mma_tile_candidates(head_dim)) {
             KernelSpec spec = mma_spec(gpu_test_arch(), head_dim, DType::bf16, CausalMode::bottom_right, 10.0f);
@@ -131,17 +129,12 @@ TEST_CASE("mma-sm80 tile candidates agree with the reference on an odd-length GQ
 }
 
 TEST_CASE("mma-sm80 moves its frame only past the margin, deciding per row and step as the scalar kernel does") {
-    if (skip_without_device()) return;
+    if (skip_without_sm80()) return;
     Runtime counting(gpu_test_options(true));
     unsigned long long moves[3], kept[3];
     const float margins[3] = {0.0f, 10.0f, 40.0f};
     for (int m = 0; m < 3; ++m) {
-        CaseShape shape;
-        shape.len_q = 64;
-        shape.len_k = 1024;
-        shape.head_dim = 64;
-        shape.dtype = DType::bf16;
-        shape.causal = CausalMode::bottom_right;
+        const CaseShape shape = ramp_shape();
         const CaseInputs inputs = ramp_inputs(shape, 7);
         const auto run = run_on_device(counting, mma_spec(gpu_test_arch(), 64, shape.dtype, shape.causal, margins[m]),
                                        shape, inputs, true);

@@ -155,6 +155,16 @@ CaseInputs ramp_inputs(const CaseShape& shape, std::uint64_t seed) {
     return inputs;
 }
 
+CaseShape ramp_shape() {
+    CaseShape shape;
+    shape.len_q = 64;
+    shape.len_k = 1024;
+    shape.head_dim = 64;
+    shape.dtype = DType::bf16;
+    shape.causal = CausalMode::bottom_right;
+    return shape;
+}
+
 Outputs reference_attention(const CaseShape& shape, const CaseInputs& inputs) {
     Outputs out;
     out.o.assign(static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q * shape.head_dim, 0.0);

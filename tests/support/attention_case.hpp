@@ -37,6 +37,9 @@ CaseInputs random_inputs(const CaseShape&, std::uint64_t seed);
 // Scores that climb steadily along the keys, so a row's maximum keeps rising past
 // any margin mid-sequence and the deferred-rescale branch is exercised both ways.
 CaseInputs ramp_inputs(const CaseShape&, std::uint64_t seed);
+// The shape the ramp tests share: 64 bf16 query rows, bottom-right, against 1024 keys,
+// so the ramp rises about 6 units per 64-key step.
+CaseShape ramp_shape();
 
 struct Outputs {
     std::vector<double> o;    // logical [batch, heads_q, len_q, head_dim]

@@ -25,10 +25,12 @@ Runtime& gpu_test_runtime() {
 
 std::string gpu_test_arch() { return gpu_test_runtime().devices().at(0).arch; }
 
-std::string gpu_skip_reason() {
-    if (auto reason = CudaTestDevice::unavailable_reason(); !reason.empty()) return reason;
-    if (gpu_test_runtime().devices().empty()) return "the library sees no device";
-    return {};
+bool skip_without_device() {
+    std::string reason = CudaTestDevice::unavailable_reason();
+    if (reason.empty() && gpu_test_runtime().devices().empty()) reason = "the library sees no device";
+    if (reason.empty()) return false;
+    std::printf("skipped: %s\n", reason.c_str());
+    return true;
 }
 
 KernelSpec scalar_spec(const CaseShape& shape, float margin) {

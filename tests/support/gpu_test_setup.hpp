@@ -14,8 +14,9 @@ Options gpu_test_options(bool debug_counters);
 // One runtime per test process, without test counters.
 Runtime& gpu_test_runtime();
 std::string gpu_test_arch();
-// Why a GPU suite must skip here (no driver, or the library sees no device); empty when it can run.
-std::string gpu_skip_reason();
+// True, after printing why, when a GPU suite must skip here (no driver, or the library
+// sees no device).
+bool skip_without_device();
 
 // The scalar kernel for a case: the reference every fast family is compared with.
 KernelSpec scalar_spec(const CaseShape&, float margin);

@@ -18,40 +18,12 @@
 #include "codegen/emitter.hpp"
 #include "codegen/isa_report.hpp"
 #include "runtime/launch_geometry.hpp"
+#include "support/compile_support.hpp"
 
 using namespace fajit;
+using namespace fajit::testing;
 
 namespace {
-
-const std::vector<std::unique_ptr<Backend>>& backends() {
-    static const auto instance = make_backends();
-    return instance;
-}
-
-// The backend compiling for arch, or nullptr with the reason printed.
-const Backend* compiler_for(const std::string& arch) {
-    for (const auto& backend : backends())
-        if (backend->targets(arch)) {
-            if (auto reason = backend->compiler_unavailable_reason(); !reason.empty()) {
-                MESSAGE("skipped " << arch << ": " << reason);
-                return nullptr;
-            }
-            return backend.get();
-        }
-    MESSAGE("skipped " << arch << ": no backend for it in this build");
-    return nullptr;
-}
-
-// Straight through the backend: the sweep measures the compiler, not the cache.
-CompileResult compile(const KernelSpec& spec, const Backend& backend) {
-    const auto emitted = emit(spec, TemplateStore());
-    CompileRequest request;
-    request.source = emitted.source;
-    request.program_name = "fa_wmma_gfx11.cu";
-    request.name_expressions = {emitted.name_expression};
-    request.arch = spec.arch;
-    return backend.compile(request);
-}
 
 struct TileConfig {
     int waves;
@@ -111,7 +83,7 @@ std::vector<SweepResult> run_sweep(const std::vector<KernelSpec>& specs, const B
             SweepResult& result = results[i];
             result.spec = specs[i];
             const auto start = std::chrono::steady_clock::now();
-            CompileResult compiled = compile(specs[i], backend);
+            CompileResult compiled = compile_directly(specs[i], backend);
             result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             result.ok = compiled.ok;
             result.log = compiled.log;
@@ -140,7 +112,7 @@ std::optional<IsaReport> default_d128_report(std::string* why) {
         return std::nullopt;
     }
     const auto spec = wmma_spec("gfx1151", 128, DType::f16, {4, 64}, 10.0f, CausalMode::bottom_right);
-    const auto compiled = compile(spec, *backend);
+    const auto compiled = compile_directly(spec, *backend);
     REQUIRE_MESSAGE(compiled.ok, compiled.log);
     return isa_report(compiled.code, spec.arch, why);
 }
@@ -235,7 +207,7 @@ TEST_CASE("wmma-gfx11 d=128 HIPRTC compile time, median of 5") {
     std::vector<double> seconds;
     for (int i = 0; i < 5; ++i) {
         const auto start = std::chrono::steady_clock::now();
-        const auto result = compile(spec, *backend);
+        const auto result = compile_directly(spec, *backend);
         seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         REQUIRE_MESSAGE(result.ok, result.log);
     }

@@ -27,14 +27,6 @@ using namespace fajit::testing;
 
 namespace {
 
-bool skip_without_device() {
-    if (auto reason = gpu_skip_reason(); !reason.empty()) {
-        std::printf("skipped: %s\n", reason.c_str());
-        return true;
-    }
-    return false;
-}
-
 struct Tiles {
     int waves;
     int block_k;
