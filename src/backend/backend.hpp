@@ -77,4 +77,8 @@ public:
 // The backends compiled into this build, whether or not their libraries are present.
 std::vector<std::unique_ptr<Backend>> make_backends();
 
+// The backend that runs kernels: the first whose runtime sees a device. Null when none
+// does; reasons then says why, per backend ("cuda: ...; hip: ...").
+const Backend* running_backend(const std::vector<std::unique_ptr<Backend>>& backends, std::string& reasons);
+
 }  // namespace fajit

@@ -19,4 +19,14 @@ std::vector<std::unique_ptr<Backend>> make_backends() {
     return backends;
 }
 
+const Backend* running_backend(const std::vector<std::unique_ptr<Backend>>& backends, std::string& reasons) {
+    reasons.clear();
+    for (const auto& backend : backends) {
+        const auto reason = backend->runtime_unavailable_reason();
+        if (reason.empty()) return backend.get();
+        reasons += (reasons.empty() ? "" : "; ") + std::string(backend->name()) + ": " + reason;
+    }
+    return nullptr;
+}
+
 }  // namespace fajit

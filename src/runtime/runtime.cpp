@@ -75,13 +75,10 @@ struct Runtime::State {
     const Running& running_backend() {
         if (running) return *running;
         std::string reasons;
-        for (const auto& backend : backends) {
-            const auto reason = backend->runtime_unavailable_reason();
-            if (reason.empty()) return running.emplace(Running{backend.get(), backend->devices()});
-            reasons += std::string(backend->name()) + ": " + reason + "; ";
-        }
+        if (const Backend* backend = fajit::running_backend(backends, reasons))
+            return running.emplace(Running{backend, backend->devices()});
         if (backends.empty()) throw Error(ErrorKind::no_device, "no GPU backend is built into this library");
-        throw Error(ErrorKind::no_device, "no GPU device available (" + reasons.substr(0, reasons.size() - 2) + ")");
+        throw Error(ErrorKind::no_device, "no GPU device available (" + reasons + ")");
     }
 
     const DeviceInfo& device(int ordinal) {

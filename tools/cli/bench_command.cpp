@@ -124,16 +124,8 @@ int run_bench(const CommonOptions& common, const BenchOptions& bench) {
     if (auto error = check_arguments(args); !error.empty()) throw UsageError(error);
 
     const auto backends = make_backends();
-    const Backend* runner = nullptr;
     std::string reasons;
-    for (const auto& backend : backends) {
-        if (auto reason = backend->runtime_unavailable_reason(); reason.empty()) {
-            runner = backend.get();
-            break;
-        } else {
-            reasons += (reasons.empty() ? "" : "; ") + std::string(backend->name()) + ": " + reason;
-        }
-    }
+    const Backend* runner = running_backend(backends, reasons);
     if (!runner) {
         std::cerr << "fa-jit bench: no GPU device (" << (reasons.empty() ? "no backend built" : reasons) << ")\n";
         return exit_failed;
