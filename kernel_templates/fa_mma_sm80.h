@@ -57,19 +57,6 @@ struct fa_mma_layout {
     }
 };
 
-// Copies one 16-byte chunk, or zeros when the row is past the end. Without 16-byte
-// alignment cp.async would fault, so such tensors take element-wise copies instead,
-// one element at a time: that path holds no registers the fast path would miss.
-template <class T>
-FAJIT_DEVICE void fa_mma_copy_chunk(unsigned int target, const T* source, bool valid, bool aligned) {
-    if (aligned) {
-        fa_sm80_cp_async16(target, source, valid ? 16 : 0);
-    } else {
-#pragma unroll 1
-        for (int e = 0; e < 8; ++e) fa_sm80_store_shared_u16(target + 2 * e, valid ? source[e].bits : 0);
-    }
-}
-
 // Copies `rows` rows of head_dim elements from each of `count` tensors (rows past
 // `valid_rows` as zeros) into shared tiles `tile[i]`. Each thread owns one 16-byte
 // column of the rows and walks down them with stepped addresses, a few instructions
@@ -93,16 +80,11 @@ FAJIT_DEVICE void fa_mma_load_rows(const unsigned int (&tile)[count],
         const bool valid = row < valid_rows;
 #pragma unroll
         for (int c = 0; c < count; ++c) {
-            fa_mma_copy_chunk(tile[c] + offset + pass * layout::offset(rows_per_pass, 0),
+            fa_sm80_copy_chunk(tile[c] + offset + pass * layout::offset(rows_per_pass, 0),
                               first[c] + (valid ? element_offset[c] : 0), valid, aligned);
             element_offset[c] += rows_per_pass * row_stride[c];
         }
     }
-}
-
-FAJIT_DEVICE bool fa_mma_aligned(const void* pointer, const long long (&stride)[3]) {
-    return (reinterpret_cast<unsigned long long>(pointer) % 16 == 0) && stride[0] % 8 == 0 && stride[1] % 8 == 0 &&
-           stride[2] % 8 == 0;
 }
 
 template <class Spec>
@@ -145,7 +127,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     const element* k = static_cast<const element*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[1];
     const element* v = static_cast<const element*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
     const bool aligned =
-        fa_mma_aligned(p.q, p.q_stride) && fa_mma_aligned(p.k, p.k_stride) && fa_mma_aligned(p.v, p.v_stride);
+        fa_sm80_aligned16(p.q, p.q_stride) && fa_sm80_aligned16(p.k, p.k_stride) && fa_sm80_aligned16(p.v, p.v_stride);
 
     const int rows_here = min(block_q, p.len_q - row0);
     const int key_end = fa_visible_keys(Spec::causal, row0 + rows_here - 1, p.len_q, p.len_k);
@@ -174,20 +156,17 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     // This lane's rows: g and g+8 of each of its row tiles.
     float frame[m_tiles][2];
     float sum[m_tiles][2];
-    float out[m_tiles][dim_tiles][4];
+    float out[m_tiles][4 * dim_tiles];
 #pragma unroll
-    for (int m = 0; m < m_tiles; ++m)
+    for (int m = 0; m < m_tiles; ++m) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             frame[m][h] = fa_neg_inf();
             sum[m][h] = 0.0f;
         }
 #pragma unroll
-    for (int m = 0; m < m_tiles; ++m)
-#pragma unroll
-        for (int n = 0; n < dim_tiles; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) out[m][n][e] = 0.0f;
+        for (int i = 0; i < 4 * dim_tiles; ++i) out[m][i] = 0.0f;
+    }
 
     // ldmatrix row addresses: lane l serves row l%8 of matrix l/8.
     const int matrix = lane / 8;
@@ -218,13 +197,11 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
         const unsigned int k_stage = k_tile(step % stages);
         const unsigned int v_stage = v_tile(step % stages);
 
-        float score[m_tiles][key_tiles][4];
+        float score[m_tiles][4 * key_tiles];
 #pragma unroll
         for (int m = 0; m < m_tiles; ++m)
 #pragma unroll
-            for (int n = 0; n < key_tiles; ++n)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) score[m][n][e] = 0.0f;
+            for (int i = 0; i < 4 * key_tiles; ++i) score[m][i] = 0.0f;
 
 #pragma unroll(q_in_registers ? dim_slices : 1)
         for (int slice = 0; slice < dim_slices; ++slice) {
@@ -244,86 +221,38 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
                     b, k_stage + layout::offset(8 * n + 8 * (matrix / 2) + matrix_row, 2 * slice + matrix % 2));
 #pragma unroll
                 for (int m = 0; m < m_tiles; ++m) {
-                    fa_sm80_mma_m16n8k16<element>(score[m][n], a[m], b[0], b[1]);
-                    fa_sm80_mma_m16n8k16<element>(score[m][n + 1], a[m], b[2], b[3]);
+                    fa_sm80_mma_m16n8k16<element>(&score[m][4 * n], a[m], b[0], b[1]);
+                    fa_sm80_mma_m16n8k16<element>(&score[m][4 * n + 4], a[m], b[2], b[3]);
                 }
             }
         }
 
-        // Scores to log2 units; keys a row may not see become -inf (only on steps that
-        // reach past the keys every row of the block sees). The row's limit is
-        // recomputed rather than kept: registers are what this kernel is short of.
+        // Keys a row may not see become -inf only on steps that reach past the keys every
+        // row of the block sees; a row's limit is recomputed rather than kept, since
+        // registers are what this kernel is short of.
         const bool masked = key0 + block_k > unmasked_end;
-        float step_max[m_tiles][2];
-#pragma unroll
-        for (int m = 0; m < m_tiles; ++m)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int visible =
-                    masked ? fa_visible_keys(Spec::causal, warp_row0 + 16 * m + g + 8 * h, p.len_q, p.len_k) : 0;
-                float largest = fa_neg_inf();
-#pragma unroll
-                for (int n = 0; n < key_tiles; ++n)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        float s = score[m][n][2 * h + e] * scale_log2;
-                        if (masked && key0 + 8 * n + 2 * t + e >= visible) s = fa_neg_inf();
-                        score[m][n][2 * h + e] = s;
-                        largest = fmaxf(largest, s);
-                    }
-                largest = fmaxf(largest, fa_shuffle_xor(largest, 1));  // the quad holding the row
-                step_max[m][h] = fmaxf(largest, fa_shuffle_xor(largest, 2));
-            }
-
-        // Deferred rescale: the frame moves only past the margin.
         float correction[m_tiles][2];
         bool any_moved = false;
+        unsigned int probability[m_tiles][key_slices][4];
 #pragma unroll
-        for (int m = 0; m < m_tiles; ++m)
+        for (int m = 0; m < m_tiles; ++m) {
+            const int row = warp_row0 + 16 * m + g;
+            int visible[2];
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                correction[m][h] = 1.0f;
-                const bool counted =
-                    t == 0 && warp_row0 + 16 * m + g + 8 * h < p.len_q && step_max[m][h] != fa_neg_inf();
-                if (step_max[m][h] > frame[m][h] + margin_log2) {
-                    if (counted && frame[m][h] != fa_neg_inf()) fa_count(p, FA_COUNT_FRAME_MOVES);
-                    correction[m][h] = fa_sm80_exp2(frame[m][h] - step_max[m][h]);
-                    frame[m][h] = step_max[m][h];
-                    sum[m][h] *= correction[m][h];
-                    any_moved = true;
-                } else if (counted) {
-                    fa_count(p, FA_COUNT_FRAME_KEPT);
-                }
-            }
+            for (int h = 0; h < 2; ++h)
+                visible[h] = masked ? fa_visible_keys(Spec::causal, row + 8 * h, p.len_q, p.len_k) : 0;
+            float row_max[2];
+            fa_sm80_tile_scores<key_tiles>(score[m], scale_log2, masked, visible, key0, row_max);
+            any_moved |= fa_sm80_tile_move_frames(p, row, margin_log2, row_max, frame[m], sum[m], correction[m]);
+        }
         if (__any_sync(0xffffffffu, any_moved))
 #pragma unroll
             for (int m = 0; m < m_tiles; ++m)
 #pragma unroll
-                for (int n = 0; n < dim_tiles; ++n)
+                for (int i = 0; i < 4 * dim_tiles; ++i) out[m][i] *= correction[m][(i % 4) / 2];
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) out[m][n][e] *= correction[m][e / 2];
-
-        // P = exp2(S - frame), packed as the A fragments of P V. A row with no key
-        // yet has frame -inf; subtracting 0 instead keeps its masked scores at 0, not NaN.
-        unsigned int probability[m_tiles][key_slices][4];
-#pragma unroll
-        for (int m = 0; m < m_tiles; ++m) {
-            float base[2];
-#pragma unroll
-            for (int h = 0; h < 2; ++h) base[h] = frame[m][h] == fa_neg_inf() ? 0.0f : frame[m][h];
-#pragma unroll
-            for (int n = 0; n < key_tiles; ++n) {
-                float weight[4];
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    weight[e] = fa_sm80_exp2(score[m][n][e] - base[e / 2]);
-                    sum[m][e / 2] += weight[e];
-                }
-                // Key tiles 2s and 2s+1 are columns 0-7 and 8-15 of slice s.
-                probability[m][n / 2][2 * (n % 2)] = fa_sm80_pack2<element>(weight[0], weight[1]);
-                probability[m][n / 2][2 * (n % 2) + 1] = fa_sm80_pack2<element>(weight[2], weight[3]);
-            }
-        }
+        for (int m = 0; m < m_tiles; ++m)
+            fa_sm80_tile_probabilities<element, key_tiles>(score[m], frame[m], sum[m], probability[m]);
 
 #pragma unroll
         for (int slice = 0; slice < key_slices; ++slice)
@@ -335,39 +264,14 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
                     b, v_stage + layout::offset(16 * slice + 8 * (matrix % 2) + matrix_row, n + matrix / 2));
 #pragma unroll
                 for (int m = 0; m < m_tiles; ++m) {
-                    fa_sm80_mma_m16n8k16<element>(out[m][n], probability[m][slice], b[0], b[1]);
-                    fa_sm80_mma_m16n8k16<element>(out[m][n + 1], probability[m][slice], b[2], b[3]);
+                    fa_sm80_mma_m16n8k16<element>(&out[m][4 * n], probability[m][slice], b[0], b[1]);
+                    fa_sm80_mma_m16n8k16<element>(&out[m][4 * n + 4], probability[m][slice], b[2], b[3]);
                 }
             }
     }
     fa_sm80_cp_async_wait<0>();  // no copy may still target shared memory at exit
 
-    element* o = static_cast<element*>(p.o) + batch * p.o_stride[0] + head * p.o_stride[1];
-    const bool o_aligned = fa_mma_aligned(p.o, p.o_stride);
 #pragma unroll
     for (int m = 0; m < m_tiles; ++m)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            float total = sum[m][h];
-            total += fa_shuffle_xor(total, 1);
-            total += fa_shuffle_xor(total, 2);
-            const int row = warp_row0 + 16 * m + g + 8 * h;
-            if (row >= p.len_q) continue;
-            const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
-            element* out_row = o + row * p.o_stride[2] + 2 * t;
-#pragma unroll
-            for (int n = 0; n < dim_tiles; ++n) {
-                const float lo = out[m][n][2 * h] * inverse;
-                const float hi = out[m][n][2 * h + 1] * inverse;
-                if (o_aligned) {
-                    *reinterpret_cast<unsigned int*>(out_row + 8 * n) = fa_sm80_pack2<element>(lo, hi);
-                } else {
-                    out_row[8 * n] = fa_from_float<element>(lo);
-                    out_row[8 * n + 1] = fa_from_float<element>(hi);
-                }
-            }
-            if (p.lse && t == 0)
-                p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.len_q + row] =
-                    total > 0.0f ? (frame[m][h] + fa_log2(total)) * FAJIT_LN2 : fa_neg_inf();
-        }
+        fa_sm80_tile_store<element, dim_tiles>(p, batch, head, warp_row0 + 16 * m + g, out[m], frame[m], sum[m]);
 }

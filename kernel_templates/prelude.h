@@ -354,7 +354,7 @@ FAJIT_DEVICE void fa_sm80_ldmatrix_x4_trans(unsigned int (&r)[4], unsigned int s
 //   b[0]: B[2t..2t+1][g]   b[1]: B[2t+8..2t+9][g]
 //   d[0..1]: D[g][2t..2t+1]                          d[2..3]: D[g+8][2t..2t+1]
 template <class T>
-FAJIT_DEVICE void fa_sm80_mma_m16n8k16(float (&d)[4], const unsigned int (&a)[4], unsigned int b0, unsigned int b1) {
+FAJIT_DEVICE void fa_sm80_mma_m16n8k16(float* d, const unsigned int (&a)[4], unsigned int b0, unsigned int b1) {
     static_assert(sizeof(T) == 2, "mma operands are 16-bit");
     if constexpr (fa_same_type<T, fa_bf16>::value)
         asm volatile(
@@ -386,5 +386,237 @@ FAJIT_DEVICE float fa_sm80_exp2(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
+}
+
+// Copies one 16-byte chunk, or zeros when the row is past the end. Without 16-byte
+// alignment cp.async would fault, so such tensors take element-wise copies instead,
+// one element at a time: that path holds no registers the fast path would miss.
+template <class T>
+FAJIT_DEVICE void fa_sm80_copy_chunk(unsigned int target, const T* source, bool valid, bool aligned) {
+    if (aligned) {
+        fa_sm80_cp_async16(target, source, valid ? 16 : 0);
+    } else {
+#pragma unroll 1
+        for (int e = 0; e < 8; ++e) fa_sm80_store_shared_u16(target + 2 * e, valid ? source[e].bits : 0);
+    }
+}
+
+// Whether a tensor can be copied in 16-byte chunks: base and every stride aligned.
+FAJIT_DEVICE bool fa_sm80_aligned16(const void* pointer, const long long (&stride)[3]) {
+    return (reinterpret_cast<unsigned long long>(pointer) % 16 == 0) && stride[0] % 8 == 0 && stride[1] % 8 == 0 &&
+           stride[2] % 8 == 0;
+}
+
+// ---- softmax on 16-row accumulator tiles ------------------------------------------
+// Both NVIDIA tensor-core families hold scores and output in the m16n8 accumulator
+// layout (mma.sync's D fragment, which wgmma repeats once per warp of a warpgroup):
+// with g = lane/4 and t = lane%4, element 4n + e of a tile is row g + 8(e/2), column
+// 8n + 2t + e%2. A row lives in one quad of lanes; index h = e/2 picks the row.
+
+// Scores to log2 units in place, keys at or past a row's `visible` count set to -inf
+// when `masked`; returns each of the lane's two rows' maxima over the whole row.
+template <int key_tiles>
+FAJIT_DEVICE void fa_sm80_tile_scores(float (&s)[4 * key_tiles], float scale_log2, bool masked,
+                                      const int (&visible)[2], int key0, float (&row_max)[2]) {
+    const int t = static_cast<int>(threadIdx.x) % 4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float largest = fa_neg_inf();
+#pragma unroll
+        for (int n = 0; n < key_tiles; ++n)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                float x = s[4 * n + 2 * h + e] * scale_log2;
+                if (masked && key0 + 8 * n + 2 * t + e >= visible[h]) x = fa_neg_inf();
+                s[4 * n + 2 * h + e] = x;
+                largest = fmaxf(largest, x);
+            }
+        largest = fmaxf(largest, fa_shuffle_xor(largest, 1));
+        row_max[h] = fmaxf(largest, fa_shuffle_xor(largest, 2));
+    }
+}
+
+// The deferred rescale (DESIGN section 7) for the lane's two rows, the first being
+// `row`: a frame moves only when the step's maximum passes it by more than the margin.
+// Returns whether either row moved; `correction` is what O must be scaled by.
+FAJIT_DEVICE bool fa_sm80_tile_move_frames(const fa_params& p, int row, float margin_log2,
+                                           const float (&row_max)[2], float (&frame)[2], float (&sum)[2],
+                                           float (&correction)[2]) {
+    const bool reporter = threadIdx.x % 4 == 0;  // one lane per row counts for the tests
+    bool moved = false;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        correction[h] = 1.0f;
+        const bool counted = reporter && row + 8 * h < p.len_q && row_max[h] != fa_neg_inf();
+        if (row_max[h] > frame[h] + margin_log2) {
+            if (counted && frame[h] != fa_neg_inf()) fa_count(p, FA_COUNT_FRAME_MOVES);
+            correction[h] = fa_sm80_exp2(frame[h] - row_max[h]);
+            frame[h] = row_max[h];
+            sum[h] *= correction[h];
+            moved = true;
+        } else if (counted) {
+            fa_count(p, FA_COUNT_FRAME_KEPT);
+        }
+    }
+    return moved;
+}
+
+// P = exp2(S - frame) rounded to T, added to the running sums and packed as A
+// fragments of the P V product: the accumulators of key tiles 2s and 2s+1 are exactly
+// the A fragment of 16-key slice s. A row with no key yet has frame -inf; subtracting
+// 0 instead keeps its masked scores at 0, not NaN.
+template <class T, int key_tiles>
+FAJIT_DEVICE void fa_sm80_tile_probabilities(const float (&s)[4 * key_tiles], const float (&frame)[2],
+                                             float (&sum)[2], unsigned int (&probability)[key_tiles / 2][4]) {
+    float base[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) base[h] = frame[h] == fa_neg_inf() ? 0.0f : frame[h];
+#pragma unroll
+    for (int n = 0; n < key_tiles; ++n) {
+        float weight[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            weight[e] = fa_sm80_exp2(s[4 * n + e] - base[e / 2]);
+            sum[e / 2] += weight[e];
+        }
+        probability[n / 2][2 * (n % 2)] = fa_sm80_pack2<T>(weight[0], weight[1]);
+        probability[n / 2][2 * (n % 2) + 1] = fa_sm80_pack2<T>(weight[2], weight[3]);
+    }
+}
+
+// Normalizes and stores the lane's two rows of O (first row `row`), and their LSE.
+template <class T, int dim_tiles>
+FAJIT_DEVICE void fa_sm80_tile_store(const fa_params& p, int batch, int head, int row,
+                                     const float (&out)[4 * dim_tiles], const float (&frame)[2],
+                                     const float (&sum)[2]) {
+    const int t = static_cast<int>(threadIdx.x) % 4;
+    T* o = static_cast<T*>(p.o) + batch * p.o_stride[0] + head * p.o_stride[1];
+    const bool aligned = fa_sm80_aligned16(p.o, p.o_stride);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float total = sum[h];
+        total += fa_shuffle_xor(total, 1);
+        total += fa_shuffle_xor(total, 2);
+        const int r = row + 8 * h;
+        if (r >= p.len_q) continue;
+        const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
+        T* out_row = o + r * p.o_stride[2] + 2 * t;
+#pragma unroll
+        for (int n = 0; n < dim_tiles; ++n) {
+            const float lo = out[4 * n + 2 * h] * inverse;
+            const float hi = out[4 * n + 2 * h + 1] * inverse;
+            if (aligned) {
+                *reinterpret_cast<unsigned int*>(out_row + 8 * n) = fa_sm80_pack2<T>(lo, hi);
+            } else {
+                out_row[8 * n] = fa_from_float<T>(lo);
+                out_row[8 * n + 1] = fa_from_float<T>(hi);
+            }
+        }
+        if (p.lse && t == 0)
+            p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.len_q + r] =
+                total > 0.0f ? (frame[h] + fa_log2(total)) * FAJIT_LN2 : fa_neg_inf();
+    }
+}
+#endif
+
+// ---- NVIDIA sm_90a primitives: wgmma ---------------------------------------------
+// Warpgroup MMA (four consecutive warps, 128 threads) exists only on sm_90a, so this
+// section compiles only there. Shared-memory operands are 64-bit descriptors; the
+// accumulators are one m16 tile per warp in the layout described above, and an A
+// operand from registers is the mma.sync m16n8k16 A fragment of the warp's 16 rows.
+#if FAJIT_NVIDIA && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// A tile of 16-bit elements in the 128-byte swizzle (what CUTLASS calls the SW128
+// atom): 64-element rows of 128 bytes, 16-byte chunk c of row r stored at chunk
+// c ^ (r % 8). The hardware applies the XOR to address bits 4-6 from bits 7-9, so the
+// tile must start 1024-byte aligned. Wider rows are split into 64-column blocks, each
+// stored as its own run of rows.
+//   K-major operand (row = M or N index, K contiguous): groups of 8 rows are 1024
+//     bytes apart (the stride offset); one instruction's 16 K elements lie inside one
+//     128-byte row, so the leading offset is unused (1 by convention), and K slice k
+//     starts 32k bytes further (within a row block) or one column block further.
+//   N-major operand (row = K index, N contiguous): 8-row groups of K are 1024 bytes
+//     apart (stride offset); 64-column blocks of N are `leading` bytes apart.
+FAJIT_DEVICE unsigned long long fa_sm90_descriptor(unsigned int shared, unsigned int leading_bytes,
+                                                   unsigned int stride_bytes) {
+    return static_cast<unsigned long long>((shared >> 4) & 0x3fffu) |
+           static_cast<unsigned long long>((leading_bytes >> 4) & 0x3fffu) << 16 |
+           static_cast<unsigned long long>((stride_bytes >> 4) & 0x3fffu) << 32 | 1ull << 62;  // 1: 128-byte swizzle
+}
+
+// Orders this thread's register writes before the next wgmma reads them, and is
+// needed before the first wgmma of a sequence.
+FAJIT_DEVICE void fa_sm90_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+FAJIT_DEVICE void fa_sm90_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int pending>
+FAJIT_DEVICE void fa_sm90_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(pending) : "memory");
+}
+// Makes shared memory written through ordinary stores or cp.async visible to wgmma,
+// which reads it through the async proxy.
+FAJIT_DEVICE void fa_sm90_fence_shared_for_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// The compiler sees wgmma as finished when it is issued; tying every accumulator to an
+// empty asm after the wait keeps reads of them from moving above it.
+template <int count>
+FAJIT_DEVICE void fa_sm90_hold(float (&d)[count]) {
+#pragma unroll
+    for (int i = 0; i < count; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Inline PTX has no loops: the accumulator operand lists are spelled out.
+#define FA_SM90_ACC8(d, i)                                                                                        \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+        "+f"(d[i + 7])
+#define FA_SM90_ACC32(d) FA_SM90_ACC8(d, 0), FA_SM90_ACC8(d, 8), FA_SM90_ACC8(d, 16), FA_SM90_ACC8(d, 24)
+#define FA_SM90_ACC64(d) \
+    FA_SM90_ACC32(d), FA_SM90_ACC8(d, 32), FA_SM90_ACC8(d, 40), FA_SM90_ACC8(d, 48), FA_SM90_ACC8(d, 56)
+#define FA_SM90_REGS32                                                                                                \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31}"
+#define FA_SM90_REGS64                                                                                                \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+    "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+// D (+)= A B for a 64xN D, both operands K-major in shared memory; `accumulate` 0
+// overwrites D.
+#define FA_SM90_WGMMA_SS(shape, type, regs, acc, a_op, b_op, flag_op)                                            \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " flag_op ", 0;\nwgmma.mma_async.sync.aligned." shape        \
+                 ".f32." type "." type " " regs ", " a_op ", " b_op ", p, 1, 1, 0, 0;\n}\n"                       \
+                 : acc                                                                                           \
+                 : "l"(a), "l"(b), "r"(accumulate))
+// D += A B for a 64xN D, A from registers, B N-major in shared memory (always
+// accumulates; the predicate is set from a register because PTX wants one).
+#define FA_SM90_WGMMA_RS(shape, type, regs, acc, a_ops, b_op, flag_op)                                          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " flag_op ", 0;\nwgmma.mma_async.sync.aligned." shape        \
+                 ".f32." type "." type " " regs ", " a_ops ", " b_op ", p, 1, 1, 1;\n}\n"                          \
+                 : acc                                                                                           \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+
+template <class T, int n>
+FAJIT_DEVICE void fa_sm90_wgmma_ss(float (&d)[n / 2], unsigned long long a, unsigned long long b, int accumulate) {
+    static_assert(n == 64 || n == 128, "wgmma wrappers exist for N = 64 and 128");
+    constexpr bool bf16 = fa_same_type<T, fa_bf16>::value;
+    if constexpr (n == 64 && bf16)
+        FA_SM90_WGMMA_SS("m64n64k16", "bf16", FA_SM90_REGS32, FA_SM90_ACC32(d), "%32", "%33", "%34");
+    else if constexpr (n == 64)
+        FA_SM90_WGMMA_SS("m64n64k16", "f16", FA_SM90_REGS32, FA_SM90_ACC32(d), "%32", "%33", "%34");
+    else if constexpr (bf16)
+        FA_SM90_WGMMA_SS("m64n128k16", "bf16", FA_SM90_REGS64, FA_SM90_ACC64(d), "%64", "%65", "%66");
+    else
+        FA_SM90_WGMMA_SS("m64n128k16", "f16", FA_SM90_REGS64, FA_SM90_ACC64(d), "%64", "%65", "%66");
+}
+
+template <class T, int n>
+FAJIT_DEVICE void fa_sm90_wgmma_rs(float (&d)[n / 2], const unsigned int (&a)[4], unsigned long long b) {
+    static_assert(n == 64 || n == 128, "wgmma wrappers exist for N = 64 and 128");
+    constexpr bool bf16 = fa_same_type<T, fa_bf16>::value;
+    if constexpr (n == 64 && bf16)
+        FA_SM90_WGMMA_RS("m64n64k16", "bf16", FA_SM90_REGS32, FA_SM90_ACC32(d), "{%32, %33, %34, %35}", "%36", "%37");
+    else if constexpr (n == 64)
+        FA_SM90_WGMMA_RS("m64n64k16", "f16", FA_SM90_REGS32, FA_SM90_ACC32(d), "{%32, %33, %34, %35}", "%36", "%37");
+    else if constexpr (bf16)
+        FA_SM90_WGMMA_RS("m64n128k16", "bf16", FA_SM90_REGS64, FA_SM90_ACC64(d), "{%64, %65, %66, %67}", "%68", "%69");
+    else
+        FA_SM90_WGMMA_RS("m64n128k16", "f16", FA_SM90_REGS64, FA_SM90_ACC64(d), "{%64, %65, %66, %67}", "%68", "%69");
 }
 #endif

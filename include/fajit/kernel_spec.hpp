@@ -7,7 +7,7 @@
 
 namespace fajit {
 
-enum class Family { scalar, wmma_gfx11, mma_sm80 };
+enum class Family { scalar, wmma_gfx11, mma_sm80, wgmma_sm90 };
 enum class DType { f16, bf16, f32 };
 enum class CausalMode { none, top_left, bottom_right };
 

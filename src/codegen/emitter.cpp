@@ -18,6 +18,8 @@ FamilyTemplate template_of(Family family) {
             return {"fa_wmma_gfx11.h", "fa_wmma_gfx11"};
         case Family::mma_sm80:
             return {"fa_mma_sm80.h", "fa_mma_sm80"};
+        case Family::wgmma_sm90:
+            return {"fa_wgmma_sm90.h", "fa_wgmma_sm90"};
     }
     return {"", ""};
 }

@@ -36,12 +36,14 @@ Tile wmma_gfx11_tile(const ShapeClass& shape, std::string_view) {
 }
 
 bool is_sm80_or_newer(std::string_view arch) { return sm_version(arch) >= 80; }
+bool is_sm90a(std::string_view arch) { return arch == "sm_90a"; }
 
-// The family's measured table (tools/tiles/mma_sm80.md), whatever the query length: a
-// warp computes 16 or 32 rows at once, so short query runs cost the same tile.
-Tile mma_sm80_tile(const ShapeClass& shape, std::string_view arch) {
+// The tensor-core families use their measured tables (tools/tiles/), whatever the query
+// length: a warp computes 16 or more rows at once, so short query runs cost the same tile.
+template <Family family>
+Tile family_default_tile(const ShapeClass& shape, std::string_view arch) {
     KernelSpec spec;
-    spec.family = Family::mma_sm80;
+    spec.family = family;
     spec.head_dim = shape.head_dim;
     spec.arch = std::string(arch);
     spec = with_family_defaults(spec);
@@ -50,7 +52,8 @@ Tile mma_sm80_tile(const ShapeClass& shape, std::string_view arch) {
 
 constexpr VariantRow rows[] = {
     {"gfx11", is_gfx11, Family::wmma_gfx11, wmma_gfx11_tile},
-    {"sm_80+", is_sm80_or_newer, Family::mma_sm80, mma_sm80_tile},
+    {"sm_90a", is_sm90a, Family::wgmma_sm90, family_default_tile<Family::wgmma_sm90>},
+    {"sm_80+", is_sm80_or_newer, Family::mma_sm80, family_default_tile<Family::mma_sm80>},
     {"any", runs_anywhere, Family::scalar, scalar_tile},
 };
 
@@ -107,9 +110,12 @@ Selection select_variant(std::string_view arch, const ShapeClass& shape, const O
                 (refusals.empty() ? "" : "; ") + std::string(to_string(row.family)) + " cannot run it (" + error + ")";
             continue;
         }
-        // Tiles are pinned on the preferred variant; a fallback keeps its own tiles.
-        if (!options.tile.empty() && refusals.empty()) spec = pinned(std::move(spec), options.tile);
-        return {std::move(spec), refusals, false};
+        // A specialized row that cannot take the shape yields to the next one (wgmma-sm90
+        // to mma-sm80 at d=80, say) without complaint; only ending on scalar is a fallback.
+        const bool fell_back = row.family == Family::scalar && !refusals.empty();
+        // Tiles are pinned on the variant that runs; a fallback keeps its own tiles.
+        if (!options.tile.empty() && !fell_back) spec = pinned(std::move(spec), options.tile);
+        return {std::move(spec), fell_back ? refusals : std::string(), false};
     }
     if (options.family && refusals.empty())  // a forced family that has no table row yet
         refusals = "FAJIT_FAMILY=" + std::string(to_string(*options.family)) + " has no row in the variant table";

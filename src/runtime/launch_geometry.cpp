@@ -25,6 +25,14 @@ unsigned family_shared_bytes(const KernelSpec& spec) {
             const unsigned block_k = static_cast<unsigned>(spec.block_k);
             return row_bytes * (block_q + 2u * stages * block_k);
         }
+        case Family::wgmma_sm90: {
+            // Mirrors fa_wgmma_layout in kernel_templates/fa_wgmma_sm90.h: Q plus `stages`
+            // K and V buffers of unpadded swizzled rows, and 1024 bytes to align the start.
+            const unsigned row_bytes = 2u * static_cast<unsigned>(spec.head_dim);
+            const unsigned stages = spec.head_dim <= 64 ? 3u : 2u;
+            return row_bytes * (static_cast<unsigned>(spec.block_q) + 2u * stages * static_cast<unsigned>(spec.block_k)) +
+                   1024u;
+        }
     }
     return 0;
 }
@@ -40,7 +48,8 @@ LaunchShape launch_shape(const KernelSpec& spec, const AttentionArgs& args) {
     // is dynamic, since more than 48 KiB must be, and sized here.
     if (spec.family == Family::wmma_gfx11 && vendor_of(spec.arch) == Vendor::nvidia)
         shape.shared_bytes = family_shared_bytes(spec);
-    if (spec.family == Family::mma_sm80) shape.shared_bytes = family_shared_bytes(spec);
+    if (spec.family == Family::mma_sm80 || spec.family == Family::wgmma_sm90)
+        shape.shared_bytes = family_shared_bytes(spec);
     return shape;
 }
 

@@ -27,7 +27,10 @@ std::string_view name_of(const std::pair<Enum, std::string_view> (&table)[N], En
 }
 
 constexpr std::pair<Family, std::string_view> family_names[] = {
-    {Family::scalar, "scalar"}, {Family::wmma_gfx11, "wmma-gfx11"}, {Family::mma_sm80, "mma-sm80"}};
+    {Family::scalar, "scalar"},
+    {Family::wmma_gfx11, "wmma-gfx11"},
+    {Family::mma_sm80, "mma-sm80"},
+    {Family::wgmma_sm90, "wgmma-sm90"}};
 constexpr std::pair<DType, std::string_view> dtype_names[] = {
     {DType::f16, "f16"}, {DType::bf16, "bf16"}, {DType::f32, "f32"}};
 constexpr std::pair<CausalMode, std::string_view> causal_names[] = {
@@ -132,6 +135,38 @@ std::string validate_mma_sm80(const KernelSpec& spec) {
     return {};
 }
 
+std::string validate_wgmma_sm90(const KernelSpec& spec) {
+    const int d = spec.head_dim;
+    // wgmma is one of the architecture-specific features only sm_90a code may use.
+    if (spec.arch != "sm_90a") return field_error("arch", spec.arch, "family wgmma-sm90 needs the NVIDIA target sm_90a");
+    if (d != 64 && d != 128 && d != 256)
+        return field_error("d", std::to_string(d), "family wgmma-sm90 supports head dims 64, 128, 256");
+    if (spec.dtype == DType::f32) return field_error("dtype", "f32", "family wgmma-sm90 supports f16 and bf16");
+    if (spec.waves != 4 && spec.waves != 8)
+        return field_error("waves", std::to_string(spec.waves), "family wgmma-sm90 needs 4 or 8 (1 or 2 warpgroups)");
+    if (spec.block_q != 16 * spec.waves)
+        return field_error("bq", std::to_string(spec.block_q),
+                           "family wgmma-sm90 needs 64 query rows per warpgroup (" + std::to_string(16 * spec.waves) +
+                               ")");
+    if (spec.block_k != 64 && spec.block_k != 128)
+        return field_error("bk", std::to_string(spec.block_k), "family wgmma-sm90 needs 64 or 128");
+    // A lane holds (d + bk) / 2 f32 accumulators (O and S of its 16-row warp); past 160
+    // the rest of the kernel no longer fits beside them.
+    if (const int accumulators = (d + spec.block_k) / 2; accumulators > 160)
+        return field_error("bk", std::to_string(spec.block_k),
+                           "family wgmma-sm90 would hold " + std::to_string(accumulators) +
+                               " accumulators per lane (at most 160): use bk=64 at d=" + std::to_string(d));
+    if (spec.dtype == DType::f16 && spec.rescale_margin > 11.0f)
+        return field_error("margin", format_float(spec.rescale_margin),
+                           "with dtype f16 the margin must be at most 11 so exp(margin) fits in f16");
+    if (const unsigned bytes = family_shared_bytes(spec), limit = nvidia_shared_limit(90); bytes > limit)
+        return field_error("bk", std::to_string(spec.block_k),
+                           "family wgmma-sm90 needs " + std::to_string(bytes) + " bytes of shared memory at d=" +
+                               std::to_string(d) + " (sm_90a allows " + std::to_string(limit) +
+                               "): choose a smaller bk or fewer waves");
+    return {};
+}
+
 }  // namespace
 
 std::string_view to_string(Family value) { return name_of(family_names, value); }
@@ -168,6 +203,8 @@ std::string validate(const KernelSpec& spec) {
             return validate_wmma_gfx11(spec);
         case Family::mma_sm80:
             return validate_mma_sm80(spec);
+        case Family::wgmma_sm90:
+            return validate_wgmma_sm90(spec);
     }
     return "family: unknown value";
 }
@@ -204,6 +241,13 @@ KernelSpec with_family_defaults(KernelSpec spec) {
             }
             break;
         }
+        case Family::wgmma_sm90:
+            // Two warpgroups of 64 rows; the longest key step the registers allow
+            // (tools/tiles/wgmma_sm90.md records the candidates and timings).
+            spec.waves = 8;
+            spec.block_q = 128;
+            spec.block_k = spec.head_dim > 128 ? 64 : 128;
+            break;
     }
     return spec;
 }
@@ -227,7 +271,7 @@ SpecParseResult parse_spec(std::string_view text) {
     KernelSpec spec;
     const auto family = parse_family(fields["family"]);
     if (!family)
-        return {std::nullopt, field_error("family", fields["family"], "expected scalar, wmma-gfx11 or mma-sm80")};
+        return {std::nullopt, field_error("family", fields["family"], "expected scalar, wmma-gfx11, mma-sm80 or wgmma-sm90")};
     spec.family = *family;
     spec.arch = fields["arch"];
     // Tile defaults may depend on the head dim, so it is read first.

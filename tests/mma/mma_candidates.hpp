@@ -1,16 +1,31 @@
 #pragma once
-// Specs the mma-sm80 suites share: the family's default variant for a shape, and the
-// tile candidates the benchmark times (tools/tiles/mma_sm80.md records the results).
+// Specs the suites of the NVIDIA tensor-core families (mma-sm80, wgmma-sm90) share: the
+// families a target runs, a family's default variant for a shape, and the tile
+// candidates the benchmark times (tools/tiles/ records the results).
 #include <string>
 #include <vector>
 
 #include "fajit/kernel_spec.hpp"
+#include "spec/arch.hpp"
 
 namespace fajit::testing {
 
-inline KernelSpec mma_spec(const std::string& arch, int head_dim, DType dtype, CausalMode causal, float margin) {
+inline std::vector<Family> tensor_core_families(const std::string& arch) {
+    std::vector<Family> families;
+    if (sm_version(arch) >= 80) families.push_back(Family::mma_sm80);
+    if (arch == "sm_90a") families.push_back(Family::wgmma_sm90);
+    return families;
+}
+
+inline std::vector<int> family_head_dims(Family family) {
+    if (family == Family::wgmma_sm90) return {64, 128, 256};
+    return {64, 80, 96, 128, 256};
+}
+
+inline KernelSpec family_spec(Family family, const std::string& arch, int head_dim, DType dtype, CausalMode causal,
+                              float margin) {
     KernelSpec spec;
-    spec.family = Family::mma_sm80;
+    spec.family = family;
     spec.arch = arch;
     spec.head_dim = head_dim;
     spec = with_family_defaults(spec);
@@ -20,18 +35,30 @@ inline KernelSpec mma_spec(const std::string& arch, int head_dim, DType dtype, C
     return spec;
 }
 
-struct MmaTiles {
+struct Tiles {
     int waves;
     int block_q;
     int block_k;
 };
 
-// Variations of rows per warp (16 or 32), warps and key step around the defaults.
-inline std::vector<MmaTiles> mma_tile_candidates(int head_dim) {
+// mma-sm80: rows per warp (16 or 32), warps and key step around the defaults.
+// wgmma-sm90: one or two warpgroups, 64- or 128-key steps.
+inline std::vector<Tiles> tile_candidates(Family family, int head_dim) {
+    if (family == Family::wgmma_sm90) {
+        if (head_dim > 128) return {{8, 128, 64}, {4, 64, 64}};
+        return {{8, 128, 128}, {8, 128, 64}, {4, 64, 128}, {4, 64, 64}};
+    }
     if (head_dim > 128) return {{4, 64, 32}, {4, 64, 64}, {8, 128, 32}, {8, 128, 64}};
     if (head_dim > 64)
         return {{4, 128, 32}, {8, 128, 64}, {8, 128, 96}, {8, 128, 128}, {4, 64, 64}, {4, 64, 128}, {2, 64, 32}};
     return {{4, 128, 64}, {4, 128, 32}, {8, 128, 64}, {8, 128, 128}, {4, 64, 128}};
+}
+
+inline KernelSpec with_tiles(KernelSpec spec, const Tiles& tiles) {
+    spec.waves = tiles.waves;
+    spec.block_q = tiles.block_q;
+    spec.block_k = tiles.block_k;
+    return spec;
 }
 
 }  // namespace fajit::testing

@@ -1,6 +1,7 @@
-// The mma-sm80 family compiles through NVRTC for sm_80 and sm_90a for every head dim,
-// dtype, causal mode and margin, and ptxas reports no spills: a spill in this kernel
-// means the accumulators left registers, which costs more than any tile choice gains.
+// The NVIDIA tensor-core families compile through NVRTC for every head dim, dtype,
+// causal mode and margin (mma-sm80 for sm_80 and sm_90a, wgmma-sm90 for sm_90a), and
+// ptxas reports no spills: a spill in these kernels means the accumulators left
+// registers, which costs more than any tile choice gains.
 // No GPU is needed; without NVRTC the cases are skipped with the reason.
 #include <doctest/doctest.h>
 
@@ -83,16 +84,28 @@ void check_no_spills(const std::vector<KernelSpec>& specs, const Backend& backen
 
 }  // namespace
 
-TEST_CASE("every head dim, dtype, causal mode and margin compiles for sm_80 and sm_90a without spills") {
+TEST_CASE("mma-sm80: every head dim, dtype, causal mode and margin compiles for sm_80 and sm_90a without spills") {
     const Backend* backend = compiler_for("sm_90a");
     if (!backend) return;
     std::vector<KernelSpec> specs;
     for (const std::string arch : {"sm_80", "sm_90a"})
-        for (int head_dim : {64, 80, 96, 128, 256})
+        for (int head_dim : family_head_dims(Family::mma_sm80))
             for (DType dtype : {DType::f16, DType::bf16})
                 for (CausalMode causal : {CausalMode::none, CausalMode::bottom_right})
                     for (float margin : {0.0f, 10.0f})
-                        specs.push_back(testing::mma_spec(arch, head_dim, dtype, causal, margin));
+                        specs.push_back(family_spec(Family::mma_sm80, arch, head_dim, dtype, causal, margin));
+    check_no_spills(specs, *backend);
+}
+
+TEST_CASE("wgmma-sm90: every head dim, dtype, causal mode and margin compiles for sm_90a without spills") {
+    const Backend* backend = compiler_for("sm_90a");
+    if (!backend) return;
+    std::vector<KernelSpec> specs;
+    for (int head_dim : family_head_dims(Family::wgmma_sm90))
+        for (DType dtype : {DType::f16, DType::bf16})
+            for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right})
+                for (float margin : {0.0f, 10.0f})
+                    specs.push_back(family_spec(Family::wgmma_sm90, "sm_90a", head_dim, dtype, causal, margin));
     check_no_spills(specs, *backend);
 }
 
@@ -100,15 +113,14 @@ TEST_CASE("every benchmark tile candidate compiles for sm_90a without spills") {
     const Backend* backend = compiler_for("sm_90a");
     if (!backend) return;
     std::vector<KernelSpec> specs;
-    for (int head_dim : {64, 128, 256})
-        for (const auto& tiles : testing::mma_tile_candidates(head_dim)) {
-            KernelSpec spec = testing::mma_spec("sm_90a", head_dim, DType::bf16, CausalMode::bottom_right, 10.0f);
-            spec.waves = tiles.waves;
-            spec.block_q = tiles.block_q;
-            spec.block_k = tiles.block_k;
-            REQUIRE_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
-            specs.push_back(spec);
-        }
+    for (Family family : tensor_core_families("sm_90a"))
+        for (int head_dim : {64, 128, 256})
+            for (const auto& tiles : tile_candidates(family, head_dim)) {
+                const KernelSpec spec = with_tiles(
+                    family_spec(family, "sm_90a", head_dim, DType::bf16, CausalMode::bottom_right, 10.0f), tiles);
+                REQUIRE_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
+                specs.push_back(spec);
+            }
     check_no_spills(specs, *backend);
 }
 
@@ -135,7 +147,28 @@ TEST_CASE("validation accepts the family's rules and rejects what it cannot run"
     CHECK(error_of("family=mma-sm80,d=128,dtype=f16,bq=128,waves=8,bk=128,arch=sm_86").find("bk=128") == 0);
     for (int head_dim : {64, 80, 96, 128, 256})
         for (const std::string arch : {"sm_80", "sm_86", "sm_90a", "sm_120"}) {
-            const KernelSpec spec = testing::mma_spec(arch, head_dim, DType::f16, CausalMode::none, 10.0f);
+            const KernelSpec spec = family_spec(Family::mma_sm80, arch, head_dim, DType::f16, CausalMode::none, 10.0f);
             CHECK_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
         }
+}
+
+TEST_CASE("wgmma-sm90 validation: sm_90a only, its head dims and its tiles") {
+    const auto error_of = [](const std::string& text) { return parse_spec(text).error; };
+    CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,causal=bottom-right,margin=10,arch=sm_90a").empty());
+    CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,arch=sm_90").find("arch=sm_90") == 0);
+    CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,arch=sm_80").find("arch=sm_80") == 0);
+    CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,arch=sm_100a").find("arch=sm_100a") == 0);
+    CHECK(error_of("family=wgmma-sm90,d=80,dtype=f16,arch=sm_90a").find("d=80") == 0);
+    CHECK(error_of("family=wgmma-sm90,d=128,dtype=f32,arch=sm_90a").find("dtype=f32") == 0);
+    CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,margin=12,arch=sm_90a").find("margin=12") == 0);
+    CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,waves=2,bq=32,arch=sm_90a").find("waves=2") == 0);
+    CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,waves=8,bq=64,arch=sm_90a").find("bq=64") == 0);
+    CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,bk=96,arch=sm_90a").find("bk=96") == 0);
+    // d=256 with 128-key steps: 192 accumulators per lane.
+    CHECK(error_of("family=wgmma-sm90,d=256,dtype=f16,bk=128,arch=sm_90a").find("bk=128") == 0);
+    for (int head_dim : family_head_dims(Family::wgmma_sm90)) {
+        const KernelSpec spec =
+            family_spec(Family::wgmma_sm90, "sm_90a", head_dim, DType::bf16, CausalMode::bottom_right, 10.0f);
+        CHECK_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
+    }
 }

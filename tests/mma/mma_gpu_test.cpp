@@ -1,7 +1,8 @@
-// The mma-sm80 family on a real device through the library, against the f64 reference
-// and the scalar kernel. Skips, saying why, where no CUDA device is present.
+// The NVIDIA tensor-core families (mma-sm80, and wgmma-sm90 on sm_90a) on a real device
+// through the library, against the f64 reference and the scalar kernel. Skips, saying
+// why, where no CUDA device is present or the device cannot run the family.
 //
-// Tolerance: the family rounds P to the element type before the P.V product, so the
+// Tolerance: both families round P to the element type before the P.V product, so the
 // reference tolerance gets one extra unit roundoff of that type.
 #include <doctest/doctest.h>
 
@@ -21,34 +22,31 @@ using namespace fajit::testing;
 
 namespace {
 
-// The family needs sm_80 or later, beyond what every GPU suite needs.
-bool skip_without_sm80() {
+bool skip_unless_runs(Family family) {
     if (skip_without_device()) return true;
-    if (const auto arch = gpu_test_arch(); sm_version(arch) < 80) {
-        std::printf("skipped: the device is %s, the family needs sm_80 or later\n", arch.c_str());
-        return true;
-    }
-    return false;
+    const auto arch = gpu_test_arch();
+    for (Family runnable : tensor_core_families(arch))
+        if (runnable == family) return false;
+    std::printf("skipped: the device is %s, which cannot run %s\n", arch.c_str(),
+                std::string(to_string(family)).c_str());
+    return true;
 }
 
-}  // namespace
-
-TEST_CASE(
-    "mma-sm80 matches the f64 reference and the scalar kernel over head dims, dtypes, causal modes, GQA, "
-    "lengths, margins and layouts") {
-    if (skip_without_sm80()) return;
+void check_sweep(Family family) {
     const std::pair<int, int> lengths[] = {{1, 1}, {1, 1000}, {7, 129}, {129, 7}, {1000, 1000}, {1000, 1}, {129, 1000}};
-    const int head_dims[] = {64, 80, 96, 128, 256};
+    const std::vector<int> head_dims = family_head_dims(family);
     const DType dtypes[] = {DType::f16, DType::bf16};
     const CausalMode causals[] = {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right};
     const float margins[] = {0.0f, 10.0f};
+    const auto spec_for = [&](int head_dim, DType dtype, CausalMode causal, float margin) {
+        return family_spec(family, gpu_test_arch(), head_dim, dtype, causal, margin);
+    };
 
     std::vector<KernelSpec> specs;
     for (int head_dim : head_dims)
         for (DType dtype : dtypes)
             for (CausalMode causal : causals)
-                for (float margin : margins)
-                    specs.push_back(mma_spec(gpu_test_arch(), head_dim, dtype, causal, margin));
+                for (float margin : margins) specs.push_back(spec_for(head_dim, dtype, causal, margin));
     REQUIRE(prepare_all(gpu_test_runtime(), specs) == 0);
 
     int cases = 0, failures = 0, scalar_checks = 0;
@@ -73,7 +71,7 @@ TEST_CASE(
                             shape.layout = static_cast<Layout>(cases % 3);
                             shape.with_lse = cases % 2 == 0;
                             const CaseInputs inputs = random_inputs(shape, seed++);
-                            const KernelSpec spec = mma_spec(gpu_test_arch(), head_dim, dtype, causal, margin);
+                            const KernelSpec spec = spec_for(head_dim, dtype, causal, margin);
                             const auto run = run_on_device(gpu_test_runtime(), spec, shape, inputs);
                             const auto want = reference_attention(shape, inputs);
                             const double tolerance = output_tolerance(shape, inputs, unit_roundoff(dtype));
@@ -97,19 +95,16 @@ TEST_CASE(
                                               " vs scalar: ", agreement.first_bad);
                             }
                         }
-    std::printf("mma-sm80 sweep: %d cases (%d also against scalar), %d failed; max abs error f16 %.3g, bf16 %.3g\n",
-                cases, scalar_checks, failures, worst[0], worst[1]);
+    std::printf("%s sweep: %d cases (%d also against scalar), %d failed; max abs error f16 %.3g, bf16 %.3g\n",
+                std::string(to_string(family)).c_str(), cases, scalar_checks, failures, worst[0], worst[1]);
     CHECK(failures == 0);
 }
 
-TEST_CASE("mma-sm80 tile candidates agree with the reference on an odd-length GQA case") {
-    if (skip_without_sm80()) return;
+void check_tile_candidates(Family family) {
     for (int head_dim : {64, 128, 256})
-        for (const auto& tiles : mma_tile_candidates(head_dim)) {
-            KernelSpec spec = mma_spec(gpu_test_arch(), head_dim, DType::bf16, CausalMode::bottom_right, 10.0f);
-            spec.waves = tiles.waves;
-            spec.block_q = tiles.block_q;
-            spec.block_k = tiles.block_k;
+        for (const auto& tiles : tile_candidates(family, head_dim)) {
+            const KernelSpec spec = with_tiles(
+                family_spec(family, gpu_test_arch(), head_dim, DType::bf16, CausalMode::bottom_right, 10.0f), tiles);
             if (!validate(spec).empty()) continue;  // too big for this device's shared memory
             CaseShape shape;
             shape.heads_q = 4;
@@ -128,25 +123,27 @@ TEST_CASE("mma-sm80 tile candidates agree with the reference on an odd-length GQ
         }
 }
 
-TEST_CASE("mma-sm80 moves its frame only past the margin, deciding per row and step as the scalar kernel does") {
-    if (skip_without_sm80()) return;
+// Both families take one decision per row per key step that row sees keys in, and the
+// scalar kernel counts each decision on all 32 lanes of the wave taking it; with
+// 64-key steps the counts must match exactly.
+void check_ramp(Family family) {
     Runtime counting(gpu_test_options(true));
     unsigned long long moves[3], kept[3];
     const float margins[3] = {0.0f, 10.0f, 40.0f};
     for (int m = 0; m < 3; ++m) {
         const CaseShape shape = ramp_shape();
+        KernelSpec spec = family_spec(family, gpu_test_arch(), 64, shape.dtype, shape.causal, margins[m]);
+        spec.block_k = 64;
+        REQUIRE_MESSAGE(validate(spec).empty(), validate(spec));
         const CaseInputs inputs = ramp_inputs(shape, 7);
-        const auto run = run_on_device(counting, mma_spec(gpu_test_arch(), 64, shape.dtype, shape.causal, margins[m]),
-                                       shape, inputs, true);
+        const auto run = run_on_device(counting, spec, shape, inputs, true);
         const auto scalar = run_on_device(counting, scalar_spec(shape, margins[m]), shape, inputs, true);
         const auto result = compare(shape, run.outputs, reference_attention(shape, inputs),
                                     output_tolerance(shape, inputs, unit_roundoff(shape.dtype)));
-        std::printf("ramp margin %g: mma %llu moves, %llu kept; scalar %llu moves, %llu kept; max abs error %.3g\n",
-                    margins[m], run.counters[0], run.counters[1], scalar.counters[0], scalar.counters[1],
-                    result.max_error);
+        std::printf("ramp margin %g: %s %llu moves, %llu kept; scalar %llu moves, %llu kept; max abs error %.3g\n",
+                    margins[m], std::string(to_string(family)).c_str(), run.counters[0], run.counters[1],
+                    scalar.counters[0], scalar.counters[1], result.max_error);
         CHECK_MESSAGE(result.bad_elements == 0, result.first_bad);
-        // Both take one decision per row per 64-key step that row sees keys in; the
-        // scalar kernel counts each decision on all 32 lanes of the wave taking it.
         CHECK(scalar.counters[0] == 32 * run.counters[0]);
         CHECK(scalar.counters[1] == 32 * run.counters[1]);
         moves[m] = run.counters[0];
@@ -156,4 +153,34 @@ TEST_CASE("mma-sm80 moves its frame only past the margin, deciding per row and s
     CHECK(moves[1] > moves[2]);
     CHECK(moves[2] > 0);
     CHECK(kept[0] < kept[2]);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "mma-sm80 matches the f64 reference and the scalar kernel over head dims, dtypes, causal modes, GQA, "
+    "lengths, margins and layouts") {
+    if (!skip_unless_runs(Family::mma_sm80)) check_sweep(Family::mma_sm80);
+}
+
+TEST_CASE(
+    "wgmma-sm90 matches the f64 reference and the scalar kernel over head dims, dtypes, causal modes, GQA, "
+    "lengths, margins and layouts") {
+    if (!skip_unless_runs(Family::wgmma_sm90)) check_sweep(Family::wgmma_sm90);
+}
+
+TEST_CASE("mma-sm80 tile candidates agree with the reference on an odd-length GQA case") {
+    if (!skip_unless_runs(Family::mma_sm80)) check_tile_candidates(Family::mma_sm80);
+}
+
+TEST_CASE("wgmma-sm90 tile candidates agree with the reference on an odd-length GQA case") {
+    if (!skip_unless_runs(Family::wgmma_sm90)) check_tile_candidates(Family::wgmma_sm90);
+}
+
+TEST_CASE("mma-sm80 moves its frame only past the margin, deciding per row and step as the scalar kernel does") {
+    if (!skip_unless_runs(Family::mma_sm80)) check_ramp(Family::mma_sm80);
+}
+
+TEST_CASE("wgmma-sm90 moves its frame only past the margin, deciding per row and step as the scalar kernel does") {
+    if (!skip_unless_runs(Family::wgmma_sm90)) check_ramp(Family::wgmma_sm90);
 }

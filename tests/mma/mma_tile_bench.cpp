@@ -1,11 +1,13 @@
-// Times the mma-sm80 tile candidates on the seed shape (B=1, Hq=32, Hkv=8, Lq=2048,
+// Times the tile candidates of the NVIDIA tensor-core families the device runs
+// (mma-sm80, and wgmma-sm90 on sm_90a) on the seed shape (B=1, Hq=32, Hkv=8, Lq=2048,
 // causal bottom-right) and prints TFLOP/s per candidate, counting only the FLOPs the
 // mask leaves: 4 * D * Hq * (Lq * (Lk - Lq) + Lq * (Lq + 1) / 2). A benchmark, not a
 // test: it exits 0 whatever the speed, 1 when there is no device or a launch fails.
 //
-//   mma_tile_bench            D=128 candidates, f16 and bf16, Lk 2048/8192/16384,
-//                             then D=64 and D=256 candidates at Lk=16384 (f16)
-//   mma_tile_bench D...       only the listed head dims (all three Lk, both dtypes)
+//   mma_tile_bench                  D=128 candidates, f16 and bf16, Lk 2048/8192/16384,
+//                                   then D=64 and D=256 candidates at Lk=16384 (f16)
+//   mma_tile_bench [FAMILY] [D...]  only that family, only the listed head dims (all
+//                                   three Lk, both dtypes)
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -117,12 +119,8 @@ double time_ms(Runtime& runtime, const KernelSpec& spec, const AttentionArgs& ar
     return best;
 }
 
-KernelSpec candidate_spec(const std::string& arch, int head_dim, DType dtype, const MmaTiles& tiles) {
-    KernelSpec spec = mma_spec(arch, head_dim, dtype, CausalMode::bottom_right, 10.0f);
-    spec.waves = tiles.waves;
-    spec.block_q = tiles.block_q;
-    spec.block_k = tiles.block_k;
-    return spec;
+KernelSpec candidate_spec(Family family, const std::string& arch, int head_dim, DType dtype, const Tiles& tiles) {
+    return with_tiles(family_spec(family, arch, head_dim, dtype, CausalMode::bottom_right, 10.0f), tiles);
 }
 
 }  // namespace
@@ -144,9 +142,16 @@ int main(int argc, char** argv) {
         DType dtype;
         std::vector<int> len_k;
     };
+    std::vector<Family> families = tensor_core_families(device.arch);
+    int first_dim_argument = 1;
+    if (argc > 1)
+        if (auto family = parse_family(argv[1])) {
+            families = {*family};
+            first_dim_argument = 2;
+        }
     std::vector<Run> runs;
-    if (argc > 1) {
-        for (int i = 1; i < argc; ++i)
+    if (argc > first_dim_argument) {
+        for (int i = first_dim_argument; i < argc; ++i)
             for (DType dtype : {DType::f16, DType::bf16})
                 runs.push_back({std::stoi(argv[i]), dtype, {2048, 8192, 16384}});
     } else {
@@ -157,10 +162,12 @@ int main(int argc, char** argv) {
 
     // Compile every variant first, on all cores.
     std::vector<KernelSpec> specs;
-    for (const auto& run : runs)
-        for (const auto& tiles : mma_tile_candidates(run.head_dim))
-            if (auto spec = candidate_spec(device.arch, run.head_dim, run.dtype, tiles); validate(spec).empty())
-                specs.push_back(spec);
+    for (Family family : families)
+        for (const auto& run : runs)
+            for (const auto& tiles : tile_candidates(family, run.head_dim))
+                if (auto spec = candidate_spec(family, device.arch, run.head_dim, run.dtype, tiles);
+                    validate(spec).empty())
+                    specs.push_back(spec);
     {
         std::vector<std::thread> pool;
         const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
@@ -171,17 +178,18 @@ int main(int argc, char** argv) {
         for (auto& thread : pool) thread.join();
     }
 
-    std::printf("%-5s %-5s %-16s %8s %8s %8s   (TFLOP/s, causal bottom-right, B=1 Hq=32 Hkv=8 Lq=2048)\n", "D", "dtype",
-                "waves/bq/bk", "Lk=2048", "Lk=8192", "Lk=16384");
+    std::printf("%-5s %-5s %-28s %8s %8s %8s   (TFLOP/s, causal bottom-right, B=1 Hq=32 Hkv=8 Lq=2048)\n", "D",
+                "dtype", "family waves/bq/bk", "Lk=2048", "Lk=8192", "Lk=16384");
     int status = 0;
     for (const auto& run : runs) {
         Problem problem(run.head_dim, run.dtype);
-        for (const auto& tiles : mma_tile_candidates(run.head_dim)) {
-            const KernelSpec spec = candidate_spec(device.arch, run.head_dim, run.dtype, tiles);
-            const std::string tile_text =
-                std::to_string(tiles.waves) + "/" + std::to_string(tiles.block_q) + "/" + std::to_string(tiles.block_k);
+        for (Family family : families)
+        for (const auto& tiles : tile_candidates(family, run.head_dim)) {
+            const KernelSpec spec = candidate_spec(family, device.arch, run.head_dim, run.dtype, tiles);
+            const std::string tile_text = std::string(to_string(family)) + " " + std::to_string(tiles.waves) + "/" +
+                                          std::to_string(tiles.block_q) + "/" + std::to_string(tiles.block_k);
             if (auto error = validate(spec); !error.empty()) {
-                std::printf("%-5d %-5s %-16s skipped: %s\n", run.head_dim, std::string(to_string(run.dtype)).c_str(),
+                std::printf("%-5d %-5s %-28s skipped: %s\n", run.head_dim, std::string(to_string(run.dtype)).c_str(),
                             tile_text.c_str(), error.c_str());
                 continue;
             }
@@ -202,7 +210,7 @@ int main(int argc, char** argv) {
                 }
                 cells += std::string(" ") + cell;
             }
-            std::printf("%-5d %-5s %-16s%s\n", run.head_dim, std::string(to_string(run.dtype)).c_str(),
+            std::printf("%-5d %-5s %-28s%s\n", run.head_dim, std::string(to_string(run.dtype)).c_str(),
                         tile_text.c_str(), cells.c_str());
             std::fflush(stdout);
         }

@@ -109,8 +109,8 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
     if (request.archs.empty()) throw UsageError("no arch: give --arch (no local device was found)");
     const auto head_dims = head_dims_of(request);
     const auto families =
-        parse_names<Family>(request.families, parse_family, "family", "scalar, wmma-gfx11 or mma-sm80",
-                            {Family::scalar, Family::wmma_gfx11, Family::mma_sm80});
+        parse_names<Family>(request.families, parse_family, "family", "scalar, wmma-gfx11, mma-sm80 or wgmma-sm90",
+                            {Family::scalar, Family::wmma_gfx11, Family::mma_sm80, Family::wgmma_sm90});
     const auto dtypes =
         parse_names<DType>(request.dtypes, parse_dtype, "dtype", "f16, bf16 or f32", {DType::f16, DType::bf16});
     const auto causal_modes =

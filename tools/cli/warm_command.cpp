@@ -136,7 +136,7 @@ Command add_warm_command(CLI::App& app) {
     warm->add_option("--preset", sweep.preset, "model preset supplying the head dim (see --list-presets)");
     warm->add_flag("--list-presets", options->list_presets, "list the presets and exit");
     warm->add_option("--family", sweep.families,
-                     "kernel families: scalar, wmma-gfx11, mma-sm80 (default: the families the "
+                     "kernel families: scalar, wmma-gfx11, mma-sm80, wgmma-sm90 (default: the families the "
                      "dispatcher runs on each arch)")
         ->delimiter(',');
     warm->add_option("--head-dim", sweep.head_dims, "head dims: 128, a list 64,128 or a range 64-128:8")

@@ -1,0 +1,200 @@
+// fa_wgmma_sm90: flash attention on Hopper's warpgroup MMA (wgmma, sm_90a only).
+// A block is Spec::waves / 4 warpgroups of 128 threads; warpgroup w owns query rows
+// 64w .. 64w+63 of the block's Spec::block_q, each of its warps 16 of them, held in the
+// accumulator layout the prelude describes: the one mma-sm80 uses, so both families
+// run the same softmax code.
+//
+// Per key step of Spec::block_k keys, for each warpgroup:
+//   S  = Q K^T   one wgmma per 16 head dims, N = block_k, both operands read by the
+//                tensor cores from shared memory (Q and K rows are K-major).
+//   P  = exp2(S - frame), rounded to the input type. The S accumulators of key tiles
+//                2s and 2s+1 are the A fragment of 16-key slice s, as with mma.sync.
+//   O += P V     A = P from registers; B = V rows from shared memory read N-major (head
+//                dims contiguous), one wgmma per 16 keys and 128 (or 64) head dims.
+// No operand passes through registers on its way from shared memory: that is what
+// frees a warp to keep 16 rows x (bk + d) accumulators with bk = 128 at d = 128, and
+// what removes the ldmatrix traffic that capped mma-sm80's 16-row warps.
+//
+// The rescale margin, causal block skipping (per warpgroup: wgmma is collective) and
+// masking only on steps that reach past the first row's visible keys all work as in
+// fa_mma_sm80.h, through the same prelude functions.
+//
+// Shared memory (dynamic; bytes computed the same way in launch_geometry.cpp): Q, then
+// `stages` K, V buffer pairs, each in the prelude's 128-byte swizzle and 1024-byte
+// aligned, so the allocation carries 1024 bytes of slack for aligning its start.
+// cp.async fills them as in mma-sm80: while step j computes, steps j+1 .. j+stages-1
+// are in flight. Tensors that are not 16-byte aligned take the element-wise copy.
+
+template <class Spec>
+struct fa_wgmma_layout {
+    static constexpr int stages = Spec::head_dim <= 64 ? 3 : 2;
+    static constexpr int q_bytes = Spec::block_q * Spec::head_dim * 2;
+    static constexpr int kv_bytes = Spec::block_k * Spec::head_dim * 2;
+    static constexpr int bytes = q_bytes + 2 * stages * kv_bytes;
+    static constexpr int alignment = 1024;
+
+    // Byte offset of 16-byte chunk `chunk` of row `row` in a tile of `rows` rows: one
+    // run of 128-byte rows per 64 head dims, chunks XOR-ed with the row's low 3 bits.
+    static FAJIT_DEVICE unsigned int offset(int rows, int row, int chunk) {
+        return static_cast<unsigned int>(((chunk / 8) * rows + row) * 128 + ((chunk % 8) ^ (row % 8)) * 16);
+    }
+};
+
+// Copies `rows` rows of head_dim elements from each of `count` tensors (rows past
+// `valid_rows` as zeros) into swizzled tiles `tile[i]` of `rows` rows.
+template <class Spec, int rows, int count>
+FAJIT_DEVICE void fa_wgmma_load_rows(const unsigned int (&tile)[count],
+                                     const typename Spec::element* const (&first)[count],
+                                     const long long (&row_stride)[count], int valid_rows, bool aligned) {
+    using layout = fa_wgmma_layout<Spec>;
+    constexpr int chunks = Spec::head_dim / 8;
+    constexpr int rows_per_pass = Spec::waves * 32 / chunks;
+    const int first_row = static_cast<int>(threadIdx.x) / chunks;
+    const int chunk = static_cast<int>(threadIdx.x) % chunks;
+    long long element_offset[count];
+#pragma unroll
+    for (int c = 0; c < count; ++c) element_offset[c] = first_row * row_stride[c] + chunk * 8;
+#pragma unroll 1
+    for (int row = first_row; row < rows; row += rows_per_pass) {
+        const bool valid = row < valid_rows;
+        const unsigned int offset = layout::offset(rows, row, chunk);
+#pragma unroll
+        for (int c = 0; c < count; ++c) {
+            fa_sm80_copy_chunk(tile[c] + offset, first[c] + (valid ? element_offset[c] : 0), valid, aligned);
+            element_offset[c] += rows_per_pass * row_stride[c];
+        }
+    }
+}
+
+template <class Spec>
+__global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p) {
+    using element = typename Spec::element;
+    using layout = fa_wgmma_layout<Spec>;
+    constexpr int head_dim = Spec::head_dim;
+    constexpr int block_q = Spec::block_q;
+    constexpr int block_k = Spec::block_k;
+    constexpr int stages = layout::stages;
+    constexpr int dim_slices = head_dim / 16;  // k steps of Q K^T
+    constexpr int key_tiles = block_k / 8;     // 8-column tiles of S
+    constexpr int key_slices = block_k / 16;   // k steps of P V
+    constexpr int out_n = head_dim >= 128 ? 128 : 64;  // head dims one P V wgmma covers
+    constexpr int out_chunks = head_dim / out_n;
+    constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
+
+    extern __shared__ __align__(128) unsigned char fa_wgmma_shared[];
+    const unsigned int shared = (fa_sm80_shared_address(fa_wgmma_shared) + (layout::alignment - 1)) &
+                                ~static_cast<unsigned int>(layout::alignment - 1);
+    const unsigned int q_tile = shared;
+    const auto k_tile = [&](int stage) { return shared + layout::q_bytes + 2u * stage * layout::kv_bytes; };
+    const auto v_tile = [&](int stage) { return k_tile(stage) + layout::kv_bytes; };
+
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    const int group = warp / 4;
+    // Under a causal mask the last query tiles see the most keys: launching them first
+    // keeps the longest blocks off the end of the grid.
+    const int row0 = (static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x)) * block_q;
+    const int head = blockIdx.y;
+    const int batch = blockIdx.z;
+    const int kv_head = head / (p.heads_q / p.heads_kv);
+
+    const element* q = static_cast<const element*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[1];
+    const element* k = static_cast<const element*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[1];
+    const element* v = static_cast<const element*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
+    const bool aligned = fa_sm80_aligned16(p.q, p.q_stride) && fa_sm80_aligned16(p.k, p.k_stride) &&
+                         fa_sm80_aligned16(p.v, p.v_stride);
+
+    const int rows_here = min(block_q, p.len_q - row0);
+    const int key_end = fa_visible_keys(Spec::causal, row0 + rows_here - 1, p.len_q, p.len_k);
+    const int unmasked_end = fa_visible_keys(Spec::causal, row0, p.len_q, p.len_k);  // every row sees these
+    const int steps = (key_end + block_k - 1) / block_k;
+    const int group_row0 = row0 + 64 * group;
+    const int group_key_end =
+        group_row0 < p.len_q ? fa_visible_keys(Spec::causal, min(group_row0 + 64, p.len_q) - 1, p.len_q, p.len_k)
+                             : 0;
+    const int my_row = group_row0 + 16 * (warp % 4) + lane / 4;  // and my_row + 8
+
+    const auto load_step = [&](int step) {
+        const int key0 = step * block_k;
+        const int stage = step % stages;
+        fa_wgmma_load_rows<Spec, block_k, 2>({k_tile(stage), v_tile(stage)},
+                                             {k + key0 * p.k_stride[2], v + key0 * p.v_stride[2]},
+                                             {p.k_stride[2], p.v_stride[2]}, p.len_k - key0, aligned);
+    };
+    fa_wgmma_load_rows<Spec, block_q, 1>({q_tile}, {q + row0 * p.q_stride[2]}, {p.q_stride[2]}, rows_here, aligned);
+    // One commit group per step (empty past the end) so wait_group counts steps.
+#pragma unroll
+    for (int step = 0; step < stages - 1; ++step) {
+        if (step < steps) load_step(step);
+        fa_sm80_cp_async_commit();
+    }
+
+    float frame[2] = {fa_neg_inf(), fa_neg_inf()};
+    float sum[2] = {0.0f, 0.0f};
+    float out[head_dim / 2];
+#pragma unroll
+    for (int i = 0; i < head_dim / 2; ++i) out[i] = 0.0f;
+
+    const float scale_log2 = p.scale * FAJIT_LOG2E;
+    for (int step = 0; step < steps; ++step) {
+        fa_sm80_cp_async_wait<stages - 2>();
+        fa_sm90_fence_shared_for_async();
+        __syncthreads();  // step's tiles visible to all; the buffer refilled below is free
+        if (step + stages - 1 < steps) load_step(step + stages - 1);
+        fa_sm80_cp_async_commit();
+
+        const int key0 = step * block_k;
+        if (key0 >= group_key_end) continue;  // no row of this warpgroup sees these keys
+        const unsigned int k_stage = k_tile(step % stages);
+        const unsigned int v_stage = v_tile(step % stages);
+
+        // Head dims 16s .. 16s+15 are chunks 2s, 2s+1: column block s/4, 32(s%4) bytes in.
+        float score[block_k / 2];
+        fa_sm90_fence();
+#pragma unroll
+        for (int s = 0; s < dim_slices; ++s) {
+            const unsigned int column = (s / 4) * 128u, within = (s % 4) * 32u;
+            const unsigned long long a =
+                fa_sm90_descriptor(q_tile + column * block_q + 64u * 128u * group + within, 16, 1024);
+            const unsigned long long b = fa_sm90_descriptor(k_stage + column * block_k + within, 16, 1024);
+            fa_sm90_wgmma_ss<element, block_k>(score, a, b, s > 0);
+        }
+        fa_sm90_commit();
+        fa_sm90_wait<0>();
+        fa_sm90_hold(score);
+
+        const bool masked = key0 + block_k > unmasked_end;
+        int visible[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+            visible[h] = masked ? fa_visible_keys(Spec::causal, my_row + 8 * h, p.len_q, p.len_k) : 0;
+        float row_max[2];
+        fa_sm80_tile_scores<key_tiles>(score, scale_log2, masked, visible, key0, row_max);
+        float correction[2];
+        const bool moved = fa_sm80_tile_move_frames(p, my_row, margin_log2, row_max, frame, sum, correction);
+        if (__any_sync(0xffffffffu, moved))
+#pragma unroll
+            for (int i = 0; i < head_dim / 2; ++i) out[i] *= correction[(i % 4) / 2];
+        unsigned int probability[key_slices][4];
+        fa_sm80_tile_probabilities<element, key_tiles>(score, frame, sum, probability);
+
+        // Keys 16s .. 16s+15 are rows 16s.. of V; head dims c*out_n.. start column block
+        // c*out_n/64, and the blocks of one wgmma are block_k rows of 128 bytes apart.
+        fa_sm90_fence();
+#pragma unroll
+        for (int s = 0; s < key_slices; ++s)
+#pragma unroll
+            for (int c = 0; c < out_chunks; ++c) {
+                const unsigned long long b = fa_sm90_descriptor(
+                    v_stage + (c * out_n / 64) * block_k * 128u + s * 16u * 128u, block_k * 128u, 1024);
+                fa_sm90_wgmma_rs<element, out_n>(*reinterpret_cast<float(*)[out_n / 2]>(&out[c * out_n / 2]),
+                                                 probability[s], b);
+            }
+        fa_sm90_commit();
+        fa_sm90_wait<0>();
+        fa_sm90_hold(out);
+    }
+    fa_sm80_cp_async_wait<0>();  // no copy may still target shared memory at exit
+
+    fa_sm80_tile_store<element, head_dim / 8>(p, batch, head, my_row, out, frame, sum);
+}
