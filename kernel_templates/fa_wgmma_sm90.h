@@ -27,10 +27,12 @@
 
 template <class Spec>
 struct fa_wgmma_layout {
-    static constexpr int stages = Spec::head_dim <= 64 ? 3 : 2;
+    // Three buffers where they fit (all but d=256): two steps in flight.
+    static constexpr int stages = Spec::head_dim <= 128 ? 3 : 2;
     static constexpr int q_bytes = Spec::block_q * Spec::head_dim * 2;
     static constexpr int kv_bytes = Spec::block_k * Spec::head_dim * 2;
-    static constexpr int bytes = q_bytes + 2 * stages * kv_bytes;
+    static constexpr int tile_bytes = q_bytes + 2 * stages * kv_bytes;
+    static constexpr int bytes = tile_bytes + 16 * stages;  // a full and an empty mbarrier per stage
     static constexpr int alignment = 1024;
 
     // Byte offset of 16-byte chunk `chunk` of row `row` in a tile of `rows` rows: one
@@ -87,6 +89,18 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
     const unsigned int q_tile = shared;
     const auto k_tile = [&](int stage) { return shared + layout::q_bytes + 2u * stage * layout::kv_bytes; };
     const auto v_tile = [&](int stage) { return k_tile(stage) + layout::kv_bytes; };
+    // full[stage]: its K and V have landed (every thread's copies); empty[stage]: every
+    // thread's warpgroup is done reading it.
+    const auto full = [&](int stage) { return shared + layout::tile_bytes + 8u * stage; };
+    const auto empty = [&](int stage) { return full(stages + stage); };
+    constexpr int threads = Spec::waves * 32;
+    if (threadIdx.x == 0)
+#pragma unroll
+        for (int stage = 0; stage < stages; ++stage) {
+            fa_sm90_mbarrier_init(full(stage), threads);
+            fa_sm90_mbarrier_init(empty(stage), threads);
+        }
+    __syncthreads();
 
     const int lane = static_cast<int>(threadIdx.x) % 32;
     const int warp = static_cast<int>(threadIdx.x) / 32;
@@ -109,25 +123,29 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
     const int unmasked_end = fa_visible_keys(Spec::causal, row0, p.len_q, p.len_k);  // every row sees these
     const int steps = (key_end + block_k - 1) / block_k;
     const int group_row0 = row0 + 64 * group;
-    const int group_key_end =
-        group_row0 < p.len_q ? fa_visible_keys(Spec::causal, min(group_row0 + 64, p.len_q) - 1, p.len_q, p.len_k)
-                             : 0;
     const int my_row = group_row0 + 16 * (warp % 4) + lane / 4;  // and my_row + 8
 
+    // Fill number n of a stage is step n * stages + stage: its barriers' phase parity
+    // is n % 2, and before refilling, the thread waits for the previous fill's release.
     const auto load_step = [&](int step) {
         const int key0 = step * block_k;
         const int stage = step % stages;
+        if (step >= stages) fa_sm90_mbarrier_wait(empty(stage), (step / stages - 1) % 2);
         fa_wgmma_load_rows<Spec, block_k, 2>({k_tile(stage), v_tile(stage)},
                                              {k + key0 * p.k_stride[2], v + key0 * p.v_stride[2]},
                                              {p.k_stride[2], p.v_stride[2]}, p.len_k - key0, aligned);
+        // Element-wise copies are plain stores, which an ordinary arrival releases.
+        if (aligned)
+            fa_sm90_mbarrier_arrive_after_copies(full(stage));
+        else
+            fa_sm90_mbarrier_arrive(full(stage));
     };
+    // Q travels with step 0's copies and is covered by its barrier.
     fa_wgmma_load_rows<Spec, block_q, 1>({q_tile}, {q + row0 * p.q_stride[2]}, {p.q_stride[2]}, rows_here, aligned);
-    // One commit group per step (empty past the end) so wait_group counts steps.
+    constexpr int ahead = stages - 1;
 #pragma unroll
-    for (int step = 0; step < stages - 1; ++step) {
+    for (int step = 0; step < ahead; ++step)
         if (step < steps) load_step(step);
-        fa_sm80_cp_async_commit();
-    }
 
     float frame[2] = {fa_neg_inf(), fa_neg_inf()};
     float sum[2] = {0.0f, 0.0f};
@@ -135,31 +153,42 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
 #pragma unroll
     for (int i = 0; i < head_dim / 2; ++i) out[i] = 0.0f;
 
+    // Two warpgroups take turns issuing Q K^T (named barriers 1 and 2), so that one's
+    // softmax runs while the other's products do instead of both waiting on the tensor
+    // cores at once. Both walk every step of the block, so the turns pair up; the first
+    // is group 0's.
+    constexpr bool ping_pong = Spec::waves == 8;
+    const auto my_turn = [&] {
+        if constexpr (ping_pong) fa_sm90_barrier_sync(1 + group, threads);
+    };
+    const auto pass_turn = [&] {
+        if constexpr (ping_pong) fa_sm90_barrier_arrive(2 - group, threads);
+    };
+    if (group == 1) pass_turn();
+
     const float scale_log2 = p.scale * FAJIT_LOG2E;
     for (int step = 0; step < steps; ++step) {
-        fa_sm80_cp_async_wait<stages - 2>();
-        fa_sm90_fence_shared_for_async();
-        __syncthreads();  // step's tiles visible to all; the buffer refilled below is free
-        if (step + stages - 1 < steps) load_step(step + stages - 1);
-        fa_sm80_cp_async_commit();
-
+        if (step + ahead < steps) load_step(step + ahead);
         const int key0 = step * block_k;
-        if (key0 >= group_key_end) continue;  // no row of this warpgroup sees these keys
-        const unsigned int k_stage = k_tile(step % stages);
-        const unsigned int v_stage = v_tile(step % stages);
+        const int stage = step % stages;
+        fa_sm90_mbarrier_wait(full(stage), (step / stages) % 2);
+        fa_sm90_fence_shared_for_async();
 
-        // Head dims 16s .. 16s+15 are chunks 2s, 2s+1: column block s/4, 32(s%4) bytes in.
+        // S = Q K^T. Head dims 16s .. 16s+15 are chunks 2s, 2s+1: column block s/4,
+        // 32(s%4) bytes in.
         float score[block_k / 2];
+        my_turn();
         fa_sm90_fence();
 #pragma unroll
         for (int s = 0; s < dim_slices; ++s) {
             const unsigned int column = (s / 4) * 128u, within = (s % 4) * 32u;
             const unsigned long long a =
                 fa_sm90_descriptor(q_tile + column * block_q + 64u * 128u * group + within, 16, 1024);
-            const unsigned long long b = fa_sm90_descriptor(k_stage + column * block_k + within, 16, 1024);
+            const unsigned long long b = fa_sm90_descriptor(k_tile(stage) + column * block_k + within, 16, 1024);
             fa_sm90_wgmma_ss<element, block_k>(score, a, b, s > 0);
         }
         fa_sm90_commit();
+        pass_turn();
         fa_sm90_wait<0>();
         fa_sm90_hold(score);
 
@@ -178,8 +207,9 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
         unsigned int probability[key_slices][4];
         fa_sm80_tile_probabilities<element, key_tiles>(score, frame, sum, probability);
 
-        // Keys 16s .. 16s+15 are rows 16s.. of V; head dims c*out_n.. start column block
-        // c*out_n/64, and the blocks of one wgmma are block_k rows of 128 bytes apart.
+        // O += P V. Keys 16s .. 16s+15 are rows 16s.. of V; head dims c*out_n.. start
+        // column block c*out_n/64, and the blocks of one wgmma are block_k rows apart.
+        const unsigned int v_stage = v_tile(stage);
         fa_sm90_fence();
 #pragma unroll
         for (int s = 0; s < key_slices; ++s)
@@ -193,8 +223,9 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
         fa_sm90_commit();
         fa_sm90_wait<0>();
         fa_sm90_hold(out);
+        fa_sm90_mbarrier_arrive(empty(stage));
     }
-    fa_sm80_cp_async_wait<0>();  // no copy may still target shared memory at exit
+    if (group == 0) my_turn();  // takes group 1's last pass, so no arrival outlives the block
 
     fa_sm80_tile_store<element, head_dim / 8>(p, batch, head, my_row, out, frame, sum);
 }

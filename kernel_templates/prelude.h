@@ -555,6 +555,34 @@ FAJIT_DEVICE void fa_sm90_wait() {
 // which reads it through the async proxy.
 FAJIT_DEVICE void fa_sm90_fence_shared_for_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+// mbarriers (64-bit shared-memory words): a phase completes once `count` arrivals
+// have been made; waiters name the phase by its parity.
+FAJIT_DEVICE void fa_sm90_mbarrier_init(unsigned int barrier, unsigned int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(barrier), "r"(count) : "memory");
+}
+FAJIT_DEVICE void fa_sm90_mbarrier_arrive(unsigned int barrier) {
+    asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(barrier) : "memory");
+}
+// Arrives once every cp.async this thread has issued so far has landed.
+FAJIT_DEVICE void fa_sm90_mbarrier_arrive_after_copies(unsigned int barrier) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(barrier) : "memory");
+}
+FAJIT_DEVICE void fa_sm90_mbarrier_wait(unsigned int barrier, unsigned int parity) {
+    asm volatile(
+        "{\n.reg .pred done;\nwait:\nmbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra wait;\n}\n" ::"r"(barrier),
+        "r"(parity)
+        : "memory");
+}
+// Named barriers (0 is __syncthreads): `count` threads in all, some syncing, some
+// only arriving.
+FAJIT_DEVICE void fa_sm90_barrier_sync(int id, int count) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+FAJIT_DEVICE void fa_sm90_barrier_arrive(int id, int count) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
 // The compiler sees wgmma as finished when it is issued; tying every accumulator to an
 // empty asm after the wait keeps reads of them from moving above it.
 template <int count>

@@ -27,11 +27,12 @@ unsigned family_shared_bytes(const KernelSpec& spec) {
         }
         case Family::wgmma_sm90: {
             // Mirrors fa_wgmma_layout in kernel_templates/fa_wgmma_sm90.h: Q plus `stages`
-            // K and V buffers of unpadded swizzled rows, and 1024 bytes to align the start.
+            // K and V buffers of unpadded swizzled rows, two 8-byte mbarriers per stage,
+            // and 1024 bytes to align the start.
             const unsigned row_bytes = 2u * static_cast<unsigned>(spec.head_dim);
-            const unsigned stages = spec.head_dim <= 64 ? 3u : 2u;
-            return row_bytes * (static_cast<unsigned>(spec.block_q) + 2u * stages * static_cast<unsigned>(spec.block_k)) +
-                   1024u;
+            const unsigned stages = spec.head_dim <= 128 ? 3u : 2u;
+            const unsigned rows = static_cast<unsigned>(spec.block_q) + 2u * stages * static_cast<unsigned>(spec.block_k);
+            return row_bytes * rows + 16u * stages + 1024u;
         }
     }
     return 0;
