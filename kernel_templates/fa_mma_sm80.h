@@ -115,7 +115,6 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     const int lane = static_cast<int>(threadIdx.x) % 32;
     const int warp = static_cast<int>(threadIdx.x) / 32;
     const int g = lane / 4;
-    const int t = lane % 4;
     // Under a causal mask the last query tiles see the most keys: launching them first
     // keeps the longest blocks off the end of the grid.
     const int row0 = (static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x)) * block_q;
@@ -233,6 +232,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
         const bool masked = key0 + block_k > unmasked_end;
         float correction[m_tiles][2];
         bool any_moved = false;
+        float multiplier[m_tiles];
         unsigned int probability[m_tiles][key_slices][4];
 #pragma unroll
         for (int m = 0; m < m_tiles; ++m) {
@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
             for (int h = 0; h < 2; ++h)
                 visible[h] = masked ? fa_visible_keys(Spec::causal, row + 8 * h, p.len_q, p.len_k) : 0;
             float row_max[2];
-            fa_sm80_tile_scores<key_tiles>(score[m], scale_log2, masked, visible, key0, row_max);
+            multiplier[m] = fa_sm80_tile_scores<key_tiles>(score[m], scale_log2, masked, visible, key0, row_max);
             any_moved |= fa_sm80_tile_move_frames(p, row, margin_log2, row_max, frame[m], sum[m], correction[m]);
         }
         if (__any_sync(0xffffffffu, any_moved))
@@ -252,7 +252,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
                 for (int i = 0; i < 4 * dim_tiles; ++i) out[m][i] *= correction[m][(i % 4) / 2];
 #pragma unroll
         for (int m = 0; m < m_tiles; ++m)
-            fa_sm80_tile_probabilities<element, key_tiles>(score[m], frame[m], sum[m], probability[m]);
+            fa_sm80_tile_probabilities<element, key_tiles>(score[m], multiplier[m], frame[m], sum[m], probability[m]);
 
 #pragma unroll
         for (int slice = 0; slice < key_slices; ++slice)

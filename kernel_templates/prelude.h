@@ -413,11 +413,11 @@ FAJIT_DEVICE bool fa_sm80_aligned16(const void* pointer, const long long (&strid
 // with g = lane/4 and t = lane%4, element 4n + e of a tile is row g + 8(e/2), column
 // 8n + 2t + e%2. A row lives in one quad of lanes; index h = e/2 picks the row.
 
-// Scores to log2 units in place, keys at or past a row's `visible` count set to -inf
-// when `masked`; returns each of the lane's two rows' maxima over the whole row.
-template <int key_tiles>
-FAJIT_DEVICE void fa_sm80_tile_scores(float (&s)[4 * key_tiles], float scale_log2, bool masked,
-                                      const int (&visible)[2], int key0, float (&row_max)[2]) {
+// Sets keys at or past a row's `visible` count to -inf when `masked` (after scaling
+// by scale_log2 when `scale_here`), and gives each of the lane's two rows' maxima.
+template <int key_tiles, bool scale_here>
+FAJIT_DEVICE void fa_sm80_tile_mask_and_reduce(float (&s)[4 * key_tiles], float scale_log2, bool masked,
+                                               const int (&visible)[2], int key0, float (&row_max)[2]) {
     const int t = static_cast<int>(threadIdx.x) % 4;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -426,7 +426,8 @@ FAJIT_DEVICE void fa_sm80_tile_scores(float (&s)[4 * key_tiles], float scale_log
         for (int n = 0; n < key_tiles; ++n)
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-                float x = s[4 * n + 2 * h + e] * scale_log2;
+                float x = s[4 * n + 2 * h + e];
+                if constexpr (scale_here) x *= scale_log2;
                 if (masked && key0 + 8 * n + 2 * t + e >= visible[h]) x = fa_neg_inf();
                 s[4 * n + 2 * h + e] = x;
                 largest = fmaxf(largest, x);
@@ -434,6 +435,23 @@ FAJIT_DEVICE void fa_sm80_tile_scores(float (&s)[4 * key_tiles], float scale_log
         largest = fmaxf(largest, fa_shuffle_xor(largest, 1));
         row_max[h] = fmaxf(largest, fa_shuffle_xor(largest, 2));
     }
+}
+
+// Masks the scores and gives each of the lane's two rows' maxima in log2 units. A
+// positive scale is left for fa_sm80_tile_probabilities to fold into its exponent
+// (scaling the maximum of the raw scores gives the maximum of the scaled ones), which
+// spares a multiply per score; any other scale is applied here. Returns the factor
+// the scores still need.
+template <int key_tiles>
+FAJIT_DEVICE float fa_sm80_tile_scores(float (&s)[4 * key_tiles], float scale_log2, bool masked,
+                                       const int (&visible)[2], int key0, float (&row_max)[2]) {
+    if (scale_log2 > 0.0f) {
+        fa_sm80_tile_mask_and_reduce<key_tiles, false>(s, scale_log2, masked, visible, key0, row_max);
+        for (int h = 0; h < 2; ++h) row_max[h] *= scale_log2;
+        return scale_log2;
+    }
+    fa_sm80_tile_mask_and_reduce<key_tiles, true>(s, scale_log2, masked, visible, key0, row_max);
+    return 1.0f;
 }
 
 // The deferred rescale (DESIGN section 7) for the lane's two rows, the first being
@@ -461,13 +479,14 @@ FAJIT_DEVICE bool fa_sm80_tile_move_frames(const fa_params& p, int row, float ma
     return moved;
 }
 
-// P = exp2(S - frame) rounded to T, added to the running sums and packed as A
+// P = exp2(S * multiplier - frame) rounded to T, added to the running sums and packed as A
 // fragments of the P V product: the accumulators of key tiles 2s and 2s+1 are exactly
 // the A fragment of 16-key slice s. A row with no key yet has frame -inf; subtracting
 // 0 instead keeps its masked scores at 0, not NaN.
 template <class T, int key_tiles>
-FAJIT_DEVICE void fa_sm80_tile_probabilities(const float (&s)[4 * key_tiles], const float (&frame)[2],
-                                             float (&sum)[2], unsigned int (&probability)[key_tiles / 2][4]) {
+FAJIT_DEVICE void fa_sm80_tile_probabilities(const float (&s)[4 * key_tiles], float multiplier,
+                                             const float (&frame)[2], float (&sum)[2],
+                                             unsigned int (&probability)[key_tiles / 2][4]) {
     float base[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) base[h] = frame[h] == fa_neg_inf() ? 0.0f : frame[h];
@@ -476,7 +495,7 @@ FAJIT_DEVICE void fa_sm80_tile_probabilities(const float (&s)[4 * key_tiles], co
         float weight[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-            weight[e] = fa_sm80_exp2(s[4 * n + e] - base[e / 2]);
+            weight[e] = fa_sm80_exp2(fmaf(s[4 * n + e], multiplier, -base[e / 2]));
             sum[e / 2] += weight[e];
         }
         probability[n / 2][2 * (n % 2)] = fa_sm80_pack2<T>(weight[0], weight[1]);

@@ -1,5 +1,7 @@
 #include "runtime/launch_geometry.hpp"
 
+#include <algorithm>
+
 #include "spec/arch.hpp"
 
 namespace fajit {
@@ -30,9 +32,11 @@ unsigned family_shared_bytes(const KernelSpec& spec) {
             // K and V buffers of unpadded swizzled rows, two 8-byte mbarriers per stage,
             // and 1024 bytes to align the start.
             const unsigned row_bytes = 2u * static_cast<unsigned>(spec.head_dim);
-            const unsigned stages = spec.head_dim <= 128 ? 3u : 2u;
-            const unsigned rows = static_cast<unsigned>(spec.block_q) + 2u * stages * static_cast<unsigned>(spec.block_k);
-            return row_bytes * rows + 16u * stages + 1024u;
+            const unsigned q_bytes = row_bytes * static_cast<unsigned>(spec.block_q);
+            const unsigned stage_bytes = 2u * row_bytes * static_cast<unsigned>(spec.block_k);
+            const unsigned stages_that_fit = (227u * 1024u - 1024u - 64u - q_bytes) / stage_bytes;
+            const unsigned stages = std::clamp(stages_that_fit, 2u, 4u);  // under 2, validation refuses the bytes
+            return q_bytes + stages * stage_bytes + 16u * stages + 1024u;
         }
     }
     return 0;

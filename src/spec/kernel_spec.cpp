@@ -246,7 +246,7 @@ KernelSpec with_family_defaults(KernelSpec spec) {
             // (tools/tiles/wgmma_sm90.md records the candidates and timings).
             spec.waves = 8;
             spec.block_q = 128;
-            spec.block_k = 64;
+            spec.block_k = spec.head_dim == 128 ? 128 : 64;
             break;
     }
     return spec;
