@@ -109,11 +109,15 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
     const int lane = static_cast<int>(threadIdx.x) % 32;
     const int warp = static_cast<int>(threadIdx.x) / 32;
     const int group = warp / 4;
-    // Under a causal mask the last query tiles see the most keys: launching them first
-    // keeps the longest blocks off the end of the grid.
-    const int row0 = (static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x)) * block_q;
-    const int head = blockIdx.y;
-    const int batch = blockIdx.z;
+    // Blocks start roughly in launch order (x fastest). Under a causal mask the last query tiles
+    // see the most keys, so the launch order walks the query tiles from the last one,
+    // all heads and batches of a tile before the next: the longest blocks of the whole
+    // grid go first and short ones fill the end.
+    const int heads_batches = static_cast<int>(gridDim.y * gridDim.z);
+    const int launch = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+    const int row0 = (static_cast<int>(gridDim.x) - 1 - launch / heads_batches) * block_q;
+    const int head = launch % heads_batches % static_cast<int>(gridDim.y);
+    const int batch = launch % heads_batches / static_cast<int>(gridDim.y);
     const int kv_head = head / (p.heads_q / p.heads_kv);
 
     const element* q = static_cast<const element*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[1];
@@ -158,18 +162,18 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
 #pragma unroll
     for (int i = 0; i < head_dim / 2; ++i) out[i] = 0.0f;
 
-    // Two warpgroups take turns issuing their products (named barriers 1 and 2), so
-    // that one's softmax runs while the other's products do, instead of both waiting on
-    // the tensor cores at once. Both walk every step of the block, so the turns pair
-    // up; the first is group 0's.
-    constexpr bool ping_pong = Spec::waves == 8;
+    // Warpgroups take turns issuing Q K^T, round robin: group g waits at named barrier
+    // 1 + g for group g - 1 to pass it on. One group's softmax then runs while the
+    // others' products do, instead of all waiting on the tensor cores at once. Every
+    // group walks every step of the block, so the turns pair up; the first is group 0's.
+    constexpr int groups = Spec::waves / 4;
     const auto my_turn = [&] {
-        if constexpr (ping_pong) fa_sm90_barrier_sync(1 + group, threads);
+        if constexpr (groups > 1) fa_sm90_barrier_sync(1 + group, 256);
     };
     const auto pass_turn = [&] {
-        if constexpr (ping_pong) fa_sm90_barrier_arrive(2 - group, threads);
+        if constexpr (groups > 1) fa_sm90_barrier_arrive(1 + (group + 1) % groups, 256);
     };
-    if (group == 1) pass_turn();
+    if (group == groups - 1) pass_turn();
 
     const auto begin_step = [&](int step) {
         if (step + ahead < steps) load_step(step + ahead);
@@ -249,7 +253,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
         fa_sm90_hold(out);
         release(step);
     }
-    if (group == 0) my_turn();  // takes group 1's last pass, so no arrival outlives the block
+    if (group == 0) my_turn();  // takes the last group's last pass, so no arrival outlives the block
 
     fa_sm80_tile_store<element, head_dim / 8>(p, batch, head, my_row, out, frame, sum);
 }

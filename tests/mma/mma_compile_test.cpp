@@ -162,6 +162,9 @@ TEST_CASE("wgmma-sm90 validation: sm_90a only, its head dims and its tiles") {
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f32,arch=sm_90a").find("dtype=f32") == 0);
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,margin=12,arch=sm_90a").find("margin=12") == 0);
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,waves=2,bq=32,arch=sm_90a").find("waves=2") == 0);
+    CHECK(error_of("family=wgmma-sm90,d=64,dtype=f16,waves=16,bq=256,bk=64,arch=sm_90a").empty());
+    // Three warpgroups at d=128 with 128-key steps: 128 accumulators, over 3 groups' 96.
+    CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,waves=12,bq=192,bk=128,arch=sm_90a").find("bk=128") == 0);
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,waves=8,bq=64,arch=sm_90a").find("bq=64") == 0);
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,bk=96,arch=sm_90a").find("bk=96") == 0);
     // d=256 with 128-key steps: 192 accumulators per lane.
