@@ -15,15 +15,28 @@
 // frees a warp to keep 16 rows x (bk + d) accumulators with bk = 128 at d = 128, and
 // what removes the ldmatrix traffic that capped mma-sm80's 16-row warps.
 //
-// The rescale margin, causal block skipping (per warpgroup: wgmma is collective) and
-// masking only on steps that reach past the first row's visible keys all work as in
-// fa_mma_sm80.h, through the same prelude functions.
+// The rescale margin and masking only on steps that reach past the first row's visible
+// keys work as in fa_mma_sm80.h, through the same prelude functions. Causal skipping
+// is per block: every warpgroup walks every step the block's last row needs (so their
+// turns below pair up), which costs the first groups some fully masked work on the
+// diagonal block only.
+//
+// The tensor cores are the shared resource: warpgroups take turns issuing Q K^T, round
+// robin through named barriers, so while one runs its softmax the others' products
+// run, instead of every group waiting on the tensor cores at once. Within a group the
+// order is Q K^T, softmax, P V, wait; overlapping a step's P V with the next step's
+// softmax needs the P V issued behind a branch or a peeled first step, and measured
+// slower on the H200 (tools/tiles/wgmma_sm90.md).
 //
 // Shared memory (dynamic; bytes computed the same way in launch_geometry.cpp): Q, then
 // `stages` K, V buffer pairs, each in the prelude's 128-byte swizzle and 1024-byte
-// aligned, so the allocation carries 1024 bytes of slack for aligning its start.
-// cp.async fills them as in mma-sm80: while step j computes, steps j+1 .. j+stages-1
-// are in flight. Tensors that are not 16-byte aligned take the element-wise copy.
+// aligned (the allocation carries 1024 bytes of slack for aligning its start), then a
+// full and an empty mbarrier per stage. Every thread copies its share of a step with
+// cp.async and arrives on the stage's full barrier when its copies land; every thread
+// arrives on the empty barrier once its group's P V has read the stage, and a stage is
+// refilled only after that. Warpgroups therefore never wait for each other at a block
+// barrier, which the turns rely on. Tensors that are not 16-byte aligned take the
+// element-wise copy.
 
 template <class Spec>
 struct fa_wgmma_layout {

@@ -126,7 +126,7 @@ Options Options::from_environment(const Overrides& overrides) {
         options.family = parse_family(*family);
         if (!options.family)
             throw InvalidOption("FAJIT_FAMILY=" + *family +
-                                ": expected auto or a family name, e.g. scalar or wmma-gfx11");
+                                ": expected auto, scalar, wmma-gfx11, mma-sm80 or wgmma-sm90");
     }
     if (auto fallback = environment("FAJIT_FORCE_FALLBACK"))
         options.force_fallback = parse_flag("FAJIT_FORCE_FALLBACK", *fallback);

@@ -69,17 +69,36 @@ TEST_CASE("gfx11: shapes wmma-gfx11 cannot run fall back to scalar, saying why")
     CHECK(d72.fallback_reason.find("d=72") != std::string::npos);
 }
 
-TEST_CASE("NVIDIA sm_80 and newer: mma-sm80 with the measured tile table") {
+TEST_CASE("NVIDIA sm_90a: wgmma-sm90 with its measured tile table, yielding to mma-sm80 where it cannot run") {
     const auto hopper = select_variant("sm_90a", shape(128), defaults());
-    CHECK(hopper.spec.family == Family::mma_sm80);
+    CHECK(hopper.spec.family == Family::wgmma_sm90);
     CHECK(hopper.fallback_reason.empty());
-    check_tile(hopper.spec, 128, 128, 8);  // needs an sm_90-class part's shared memory
-    check_tile(select_variant("sm_80", shape(128), defaults()).spec, 128, 32, 4);
-    check_tile(select_variant("sm_90a", shape(64, DType::bf16, QueryLength::decode), defaults()).spec, 128, 64, 4);
+    check_tile(hopper.spec, 128, 128, 8);
+    check_tile(select_variant("sm_90a", shape(256), defaults()).spec, 128, 64, 8);
+    check_tile(select_variant("sm_90a", shape(64, DType::bf16, QueryLength::decode), defaults()).spec, 256, 64, 16);
 
+    // Head dim 80 is not a wgmma-sm90 shape: mma-sm80 takes it, and that is no fallback.
+    const auto d80 = select_variant("sm_90a", shape(80), defaults());
+    CHECK(d80.spec.family == Family::mma_sm80);
+    CHECK(d80.fallback_reason.empty());
+
+    // Neither tensor-core family runs f32; the reason names both refusals.
     const auto f32 = select_variant("sm_90a", shape(128, DType::f32), defaults());
     CHECK(f32.spec.family == Family::scalar);
+    CHECK(f32.fallback_reason.find("wgmma-sm90") != std::string::npos);
+    CHECK(f32.fallback_reason.find("mma-sm80") != std::string::npos);
     CHECK(f32.fallback_reason.find("dtype=f32") != std::string::npos);
+}
+
+TEST_CASE("NVIDIA sm_80 and newer without wgmma: mma-sm80 with the measured tile table") {
+    for (const char* arch : {"sm_80", "sm_86", "sm_90", "sm_120"}) {
+        CAPTURE(arch);
+        CHECK(select_variant(arch, shape(128), defaults()).spec.family == Family::mma_sm80);
+    }
+    check_tile(select_variant("sm_90", shape(128), defaults()).spec, 128, 128, 8);  // an sm_90's shared memory
+    check_tile(select_variant("sm_80", shape(128), defaults()).spec, 128, 32, 4);
+    check_tile(select_variant("sm_80", shape(64, DType::bf16, QueryLength::decode), defaults()).spec, 128, 64, 4);
+
     const auto d72 = select_variant("sm_80", shape(72), defaults());
     CHECK(d72.spec.family == Family::scalar);
     CHECK(d72.fallback_reason.find("d=72") != std::string::npos);
@@ -107,7 +126,7 @@ TEST_CASE("scalar tiles: one-wave blocks and longer key steps for decode; wave s
 
 TEST_CASE("every selection, over all supported shapes and several archs, is a valid spec") {
     int checked = 0;
-    for (const char* arch : {"gfx1151", "gfx942:sramecc+:xnack-", "gfx90a", "sm_90a", "sm_80"})
+    for (const char* arch : {"gfx1151", "gfx942:sramecc+:xnack-", "gfx90a", "sm_90a", "sm_90", "sm_80"})
         for (int d = 16; d <= 256; d += 8)
             for (DType dtype : {DType::f16, DType::bf16, DType::f32})
                 for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right})
@@ -119,7 +138,7 @@ TEST_CASE("every selection, over all supported shapes and several archs, is a va
                         CHECK(spec.causal == causal);
                         ++checked;
                     }
-    CHECK(checked == 5 * 31 * 3 * 3 * 3);
+    CHECK(checked == 6 * 31 * 3 * 3 * 3);
 }
 
 TEST_CASE("FAJIT_FAMILY forces a family: wmma-gfx11 runs emulated on NVIDIA, and falls back where it cannot run") {

@@ -117,21 +117,27 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
         parse_names<CausalMode>(request.causal_modes, parse_causal, "causal", "none, top-left or bottom-right",
                                 {CausalMode::none, CausalMode::bottom_right});
 
-    // Without --family, an arch gets the families the dispatcher would run there, not
-    // every family that compiles for it (wmma-gfx11's NVIDIA emulation is for tests).
-    const auto dispatched_on = [](Family family, const std::string& arch) {
-        for (const VariantRow& row : variant_table())
-            if (row.family == family && row.runs_on(arch)) return true;
-        return false;
+    // Without --family, a shape gets the family the dispatcher would run for it on that
+    // arch, and scalar, its fallback; not every family that compiles there (wmma-gfx11's
+    // NVIDIA emulation is for tests, and mma-sm80 on sm_90a only takes what wgmma-sm90
+    // cannot).
+    const auto dispatched = [](Family family, const std::string& arch, int head_dim, DType dtype,
+                               CausalMode causal) {
+        if (family == Family::scalar) return true;
+        ShapeClass shape;
+        shape.head_dim = head_dim;
+        shape.dtype = dtype;
+        shape.causal = causal;
+        return select_variant(arch, shape, Options{}).spec.family == family;
     };
 
     std::vector<Candidate> candidates;
     for (const std::string& arch : request.archs)
         for (const Family family : families)
-            if (!request.families.empty() || dispatched_on(family, arch))
-                for (const HeadDim& dim : head_dims)
-                    for (const DType dtype : dtypes)
-                        for (const CausalMode causal : causal_modes) {
+            for (const HeadDim& dim : head_dims)
+                for (const DType dtype : dtypes)
+                    for (const CausalMode causal : causal_modes)
+                        if (!request.families.empty() || dispatched(family, arch, dim.value, dtype, causal)) {
                             KernelSpec spec;
                             spec.family = family;
                             spec.arch = arch;

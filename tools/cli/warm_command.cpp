@@ -136,8 +136,8 @@ Command add_warm_command(CLI::App& app) {
     warm->add_option("--preset", sweep.preset, "model preset supplying the head dim (see --list-presets)");
     warm->add_flag("--list-presets", options->list_presets, "list the presets and exit");
     warm->add_option("--family", sweep.families,
-                     "kernel families: scalar, wmma-gfx11, mma-sm80, wgmma-sm90 (default: the families the "
-                     "dispatcher runs on each arch)")
+                     "kernel families: scalar, wmma-gfx11, mma-sm80, wgmma-sm90 (default: for each shape, the "
+                     "family the dispatcher runs on that arch, and scalar)")
         ->delimiter(',');
     warm->add_option("--head-dim", sweep.head_dims, "head dims: 128, a list 64,128 or a range 64-128:8")
         ->delimiter(',');

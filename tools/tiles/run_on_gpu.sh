@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the mma-sm80 suites from this checkout on a machine with an NVIDIA GPU, then
-# runs the tile benchmark and the GPU tests and prints a compact summary.
+# Builds the suites of the NVIDIA tensor-core families (mma-sm80, wgmma-sm90) from this
+# checkout on a machine with an NVIDIA GPU, then runs the tile benchmark and the GPU
+# tests and prints a compact summary.
 #
-#   tools/tiles/run_on_gpu.sh [bench|test|all] [head dims for the benchmark...]
+#   tools/tiles/run_on_gpu.sh [bench|test|all] [family] [head dims for the benchmark...]
 #
 # Needs cmake, ninja (or make), a C++20 compiler and the CUDA toolkit. Headers the
 # machine lacks (xxHash, CLI11, nlohmann json) may sit in an ignored .deps folder with
