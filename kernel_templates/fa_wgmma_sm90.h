@@ -161,8 +161,11 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
         else
             fa_sm90_mbarrier_arrive(full(stage));
     };
-    // Q travels with step 0's copies and is covered by its barrier.
-    fa_wgmma_load_rows<Spec, block_q, 1>({q_tile}, {q + row0 * p.q_stride[2]}, {p.q_stride[2]}, rows_here, aligned);
+    // Q travels with step 0's copies and is covered by its barrier; a block whose rows see
+    // no key has no step 0 and skips it, so no copy is left in flight when it exits.
+    if (steps > 0)
+        fa_wgmma_load_rows<Spec, block_q, 1>({q_tile}, {q + row0 * p.q_stride[2]}, {p.q_stride[2]}, rows_here,
+                                             aligned);
     // Steps in flight; a buffer is refilled once every thread has released it.
     constexpr int ahead = stages - 1;
 #pragma unroll
