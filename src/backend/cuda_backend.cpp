@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -28,7 +29,6 @@ struct Nvrtc {
     decltype(&nvrtcGetLoweredName) lowered_name = nullptr;
     decltype(&nvrtcGetErrorString) error_string = nullptr;
     std::string error;
-    std::string identity = "nvrtc-unavailable";
 
     Nvrtc() {
         if (!library.loaded()) {
@@ -47,12 +47,20 @@ struct Nvrtc {
             return;
         }
         preload_builtins();
-        int major = 0, minor = 0;
-        version(&major, &minor);
-        // Hashing the library (~100 MB) once per process keeps a rebuilt NVRTC of the
-        // same version from serving stale cache entries.
-        identity =
-            "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + " " + file_fingerprint(library.path());
+    }
+
+    // Hashing the library (~100 MB) keeps a rebuilt NVRTC of the same version from
+    // serving stale cache entries. It is done once, on first use: listing devices or
+    // asking whether NVRTC is there needs no cache key.
+    const std::string& identity() const {
+        std::call_once(identity_once, [this] {
+            if (!error.empty()) return;
+            int major = 0, minor = 0;
+            version(&major, &minor);
+            identity_text = "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + " " +
+                            file_fingerprint(library.path());
+        });
+        return identity_text;
     }
 
     // NVRTC opens its builtins library by soname at compile time. When NVRTC itself was
@@ -69,6 +77,10 @@ struct Nvrtc {
         }
     }
     std::vector<std::unique_ptr<DynamicLibrary>> builtins;
+
+   private:
+    mutable std::once_flag identity_once;
+    mutable std::string identity_text = "nvrtc-unavailable";
 };
 
 struct Driver {
@@ -208,7 +220,7 @@ public:
     std::string compiler_unavailable_reason() const override { return nvrtc().error; }
     std::string runtime_unavailable_reason() const override { return driver().error; }
 
-    std::string compiler_identity() const override { return nvrtc().identity; }
+    std::string compiler_identity() const override { return nvrtc().identity(); }
 
     CompileResult compile(const CompileRequest& request) const override {
         CompileResult result;

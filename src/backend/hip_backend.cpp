@@ -5,6 +5,7 @@
 #include <link.h>
 
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -54,7 +55,6 @@ struct Hiprtc {
     decltype(&hiprtcGetLoweredName) lowered_name = nullptr;
     decltype(&hiprtcGetErrorString) error_string = nullptr;
     std::string error;
-    std::string identity = "hiprtc-unavailable";
 
     Hiprtc() {
         if (!library.loaded()) {
@@ -72,13 +72,26 @@ struct Hiprtc {
             error = "HIPRTC at " + library.path() + " lacks an expected symbol";
             return;
         }
-        int major = 0, minor = 0;
-        version(&major, &minor);
-        // Computed once per process: hashing the libraries costs tens of milliseconds.
-        const std::string comgr = loaded_library_path("libamd_comgr");
-        identity = "hiprtc " + std::to_string(major) + "." + std::to_string(minor) + " " +
-                   file_fingerprint(library.path()) + " comgr " + (comgr.empty() ? "none" : file_fingerprint(comgr));
     }
+
+    // Hashing the libraries costs tens of milliseconds, so it is done once, on first
+    // use: listing devices or asking whether HIPRTC is there needs no cache key.
+    const std::string& identity() const {
+        std::call_once(identity_once, [this] {
+            if (!error.empty()) return;
+            int major = 0, minor = 0;
+            version(&major, &minor);
+            const std::string comgr = loaded_library_path("libamd_comgr");
+            identity_text = "hiprtc " + std::to_string(major) + "." + std::to_string(minor) + " " +
+                            file_fingerprint(library.path()) + " comgr " +
+                            (comgr.empty() ? "none" : file_fingerprint(comgr));
+        });
+        return identity_text;
+    }
+
+   private:
+    mutable std::once_flag identity_once;
+    mutable std::string identity_text = "hiprtc-unavailable";
 };
 
 struct HipRuntime {
@@ -189,7 +202,7 @@ public:
     std::string compiler_unavailable_reason() const override { return hiprtc().error; }
     std::string runtime_unavailable_reason() const override { return hip().error; }
 
-    std::string compiler_identity() const override { return hiprtc().identity; }
+    std::string compiler_identity() const override { return hiprtc().identity(); }
 
     CompileResult compile(const CompileRequest& request) const override {
         CompileResult result;
