@@ -5,15 +5,17 @@
 #include <string>
 #include <vector>
 
+#include "dispatch/variant_table.hpp"
 #include "fajit/kernel_spec.hpp"
-#include "spec/arch.hpp"
 
 namespace fajit::testing {
 
+// The dispatcher's own arch gates decide which of the two families a target runs.
 inline std::vector<Family> tensor_core_families(const std::string& arch) {
     std::vector<Family> families;
-    if (sm_version(arch) >= 80) families.push_back(Family::mma_sm80);
-    if (arch == "sm_90a") families.push_back(Family::wgmma_sm90);
+    for (const VariantRow& row : variant_table())
+        if ((row.family == Family::mma_sm80 || row.family == Family::wgmma_sm90) && row.runs_on(arch))
+            families.push_back(row.family);
     return families;
 }
 

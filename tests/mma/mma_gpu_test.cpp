@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "mma/mma_candidates.hpp"
-#include "spec/arch.hpp"
 #include "support/attention_case.hpp"
 #include "support/gpu_memory.hpp"
 #include "support/gpu_test_setup.hpp"
