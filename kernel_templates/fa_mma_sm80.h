@@ -251,8 +251,10 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
 #pragma unroll
                 for (int i = 0; i < 4 * dim_tiles; ++i) out[m][i] *= correction[m][(i % 4) / 2];
 #pragma unroll
-        for (int m = 0; m < m_tiles; ++m)
-            fa_sm80_tile_probabilities<element, key_tiles>(score[m], multiplier[m], frame[m], sum[m], probability[m]);
+        for (int m = 0; m < m_tiles; ++m) {
+            fa_sm80_tile_exponentiate<key_tiles>(score[m], multiplier[m], frame[m], sum[m]);
+            fa_sm80_tile_pack<element, key_tiles>(score[m], probability[m]);
+        }
 
 #pragma unroll
         for (int slice = 0; slice < key_slices; ++slice)

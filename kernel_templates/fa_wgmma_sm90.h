@@ -52,6 +52,22 @@ struct fa_wgmma_layout {
     static constexpr int bytes = tile_bytes + 16 * stages;  // a full and an empty mbarrier per stage
     static constexpr int alignment = 1024;
 
+    // Spec::waves / 4 consumer warpgroups and one producer warpgroup. The block starts
+    // with `launch_registers` a thread, what the launch bounds leave (ptxas gives the
+    // kernel exactly that, at most 240; tests/mma checks it). The producer, which only
+    // copies, gives back all but `producer_registers`, and the consumers share the
+    // freed ones, at most 240 each (setmaxnreg counts in multiples of 8). Raising
+    // waits until the registers are free, so asking for more than the pool holds
+    // would hang the block.
+    static constexpr int groups = Spec::waves / 4;
+    static constexpr int consumers = Spec::waves * 32;
+    static constexpr int threads = consumers + 128;
+    static constexpr int launch_registers = 65536 / threads / 8 * 8 > 240 ? 240 : 65536 / threads / 8 * 8;
+    static constexpr int producer_registers = 56;
+    static constexpr int consumer_registers_that_fit =
+        (launch_registers * threads - 128 * producer_registers) / consumers / 8 * 8;
+    static constexpr int consumer_registers = consumer_registers_that_fit > 240 ? 240 : consumer_registers_that_fit;
+
     // Byte offset of 16-byte chunk `chunk` of row `row` in a tile of `rows` rows: one
     // run of 128-byte rows per 64 head dims, chunks XOR-ed with the row's low 3 bits.
     static FAJIT_DEVICE unsigned int offset(int rows, int row, int chunk) {
@@ -60,16 +76,17 @@ struct fa_wgmma_layout {
 };
 
 // Copies `rows` rows of head_dim elements from each of `count` tensors (rows past
-// `valid_rows` as zeros) into swizzled tiles `tile[i]` of `rows` rows.
+// `valid_rows` as zeros) into swizzled tiles `tile[i]` of `rows` rows; the producer
+// warpgroup's thread `thread` of 128 does its share.
 template <class Spec, int rows, int count>
-FAJIT_DEVICE void fa_wgmma_load_rows(const unsigned int (&tile)[count],
+FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[count],
                                      const typename Spec::element* const (&first)[count],
                                      const long long (&row_stride)[count], int valid_rows, bool aligned) {
     using layout = fa_wgmma_layout<Spec>;
     constexpr int chunks = Spec::head_dim / 8;
-    constexpr int rows_per_pass = Spec::waves * 32 / chunks;
-    const int first_row = static_cast<int>(threadIdx.x) / chunks;
-    const int chunk = static_cast<int>(threadIdx.x) % chunks;
+    constexpr int rows_per_pass = 128 / chunks;
+    const int first_row = thread / chunks;
+    const int chunk = thread % chunks;
     long long element_offset[count];
 #pragma unroll
     for (int c = 0; c < count; ++c) element_offset[c] = first_row * row_stride[c] + chunk * 8;
@@ -86,13 +103,14 @@ FAJIT_DEVICE void fa_wgmma_load_rows(const unsigned int (&tile)[count],
 }
 
 template <class Spec>
-__global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p) {
+__global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm90(fa_params p) {
     using element = typename Spec::element;
     using layout = fa_wgmma_layout<Spec>;
     constexpr int head_dim = Spec::head_dim;
     constexpr int block_q = Spec::block_q;
     constexpr int block_k = Spec::block_k;
     constexpr int stages = layout::stages;
+    constexpr int groups = layout::groups;
     constexpr int dim_slices = head_dim / 16;  // k steps of Q K^T
     constexpr int key_tiles = block_k / 8;     // 8-column tiles of S
     constexpr int key_slices = block_k / 16;   // k steps of P V
@@ -106,16 +124,15 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
     const unsigned int q_tile = shared;
     const auto k_tile = [&](int stage) { return shared + layout::q_bytes + 2u * stage * layout::kv_bytes; };
     const auto v_tile = [&](int stage) { return k_tile(stage) + layout::kv_bytes; };
-    // full[stage]: its K and V have landed (every thread's copies); empty[stage]: every
-    // thread's warpgroup is done reading it.
+    // full[stage]: its K and V have landed (every producer thread's copies); empty[stage]:
+    // every consumer thread is done reading it.
     const auto full = [&](int stage) { return shared + layout::tile_bytes + 8u * stage; };
     const auto empty = [&](int stage) { return full(stages + stage); };
-    constexpr int threads = Spec::waves * 32;
     if (threadIdx.x == 0)
 #pragma unroll
         for (int stage = 0; stage < stages; ++stage) {
-            fa_sm90_mbarrier_init(full(stage), threads);
-            fa_sm90_mbarrier_init(empty(stage), threads);
+            fa_sm90_mbarrier_init(full(stage), 128);
+            fa_sm90_mbarrier_init(empty(stage), layout::consumers);
         }
     __syncthreads();
 
@@ -131,58 +148,57 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
     const int row0 = (static_cast<int>(gridDim.x) - 1 - launch / heads_batches) * block_q;
     const int head = launch % heads_batches % static_cast<int>(gridDim.y);
     const int batch = launch % heads_batches / static_cast<int>(gridDim.y);
-    const int kv_head = head / (p.heads_q / p.heads_kv);
-
-    const element* q = static_cast<const element*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[1];
-    const element* k = static_cast<const element*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[1];
-    const element* v = static_cast<const element*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
-    const bool aligned = fa_sm80_aligned16(p.q, p.q_stride) && fa_sm80_aligned16(p.k, p.k_stride) &&
-                         fa_sm80_aligned16(p.v, p.v_stride);
 
     const int rows_here = min(block_q, p.len_q - row0);
     const int key_end = fa_visible_keys(Spec::causal, row0 + rows_here - 1, p.len_q, p.len_k);
     const int unmasked_end = fa_visible_keys(Spec::causal, row0, p.len_q, p.len_k);  // every row sees these
     const int steps = (key_end + block_k - 1) / block_k;
-    const int group_row0 = row0 + 64 * group;
-    const int my_row = group_row0 + 16 * (warp % 4) + lane / 4;  // and my_row + 8
 
-    // Fill number n of a stage is step n * stages + stage: its barriers' phase parity
-    // is n % 2, and before refilling, the thread waits for the previous fill's release.
-    const auto load_step = [&](int step) {
-        const int key0 = step * block_k;
-        const int stage = step % stages;
-        if (step >= stages) fa_sm90_mbarrier_wait(empty(stage), (step / stages - 1) % 2);
-        fa_wgmma_load_rows<Spec, block_k, 2>({k_tile(stage), v_tile(stage)},
-                                             {k + key0 * p.k_stride[2], v + key0 * p.v_stride[2]},
-                                             {p.k_stride[2], p.v_stride[2]}, p.len_k - key0, aligned);
-        // Element-wise copies are plain stores, which an ordinary arrival releases.
-        if (aligned)
-            fa_sm90_mbarrier_arrive_after_copies(full(stage));
-        else
-            fa_sm90_mbarrier_arrive(full(stage));
-    };
-    // Q travels with step 0's copies and is covered by its barrier; a block whose rows see
-    // no key has no step 0 and skips it, so no copy is left in flight when it exits.
-    if (steps > 0)
-        fa_wgmma_load_rows<Spec, block_q, 1>({q_tile}, {q + row0 * p.q_stride[2]}, {p.q_stride[2]}, rows_here,
-                                             aligned);
-    // Steps in flight; a buffer is refilled once every thread has released it.
-    constexpr int ahead = stages - 1;
-#pragma unroll
-    for (int step = 0; step < ahead; ++step)
-        if (step < steps) load_step(step);
+    if (group == groups) {
+        // The producer: Q with step 0's K and V, then each step's K and V into its stage
+        // once the consumers have released the stage's previous fill. Fill number n of a
+        // stage is step n * stages + stage, so its barriers' phase parity is n % 2.
+        fa_sm90_lower_registers<layout::producer_registers>();
+        const int thread = static_cast<int>(threadIdx.x) - layout::consumers;
+        const int kv_head = head / (p.heads_q / p.heads_kv);
+        const element* q = static_cast<const element*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[1];
+        const element* k = static_cast<const element*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[1];
+        const element* v = static_cast<const element*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
+        const bool aligned = fa_sm80_aligned16(p.q, p.q_stride) && fa_sm80_aligned16(p.k, p.k_stride) &&
+                             fa_sm80_aligned16(p.v, p.v_stride);
+        if (steps > 0)
+            fa_wgmma_load_rows<Spec, block_q, 1>(thread, {q_tile}, {q + row0 * p.q_stride[2]}, {p.q_stride[2]},
+                                                 rows_here, aligned);
+#pragma unroll 1
+        for (int step = 0; step < steps; ++step) {
+            const int key0 = step * block_k;
+            const int stage = step % stages;
+            if (step >= stages) fa_sm90_mbarrier_wait(empty(stage), (step / stages - 1) % 2);
+            fa_wgmma_load_rows<Spec, block_k, 2>(thread, {k_tile(stage), v_tile(stage)},
+                                                 {k + key0 * p.k_stride[2], v + key0 * p.v_stride[2]},
+                                                 {p.k_stride[2], p.v_stride[2]}, p.len_k - key0, aligned);
+            // Element-wise copies are plain stores, which an ordinary arrival releases.
+            if (aligned)
+                fa_sm90_mbarrier_arrive_after_copies(full(stage));
+            else
+                fa_sm90_mbarrier_arrive(full(stage));
+        }
+        fa_sm80_cp_async_wait<0>();  // no copy may still target shared memory at exit
+        return;
+    }
+    fa_sm90_raise_registers<layout::consumer_registers>();
 
+    const int my_row = row0 + 64 * group + 16 * (warp % 4) + lane / 4;  // and my_row + 8
     float frame[2] = {fa_neg_inf(), fa_neg_inf()};
     float sum[2] = {0.0f, 0.0f};
     float out[head_dim / 2];
 #pragma unroll
     for (int i = 0; i < head_dim / 2; ++i) out[i] = 0.0f;
 
-    // Warpgroups take turns issuing Q K^T, round robin: group g waits at named barrier
-    // 1 + g for group g - 1 to pass it on. One group's softmax then runs while the
-    // others' products do, instead of all waiting on the tensor cores at once. Every
+    // Warpgroups take turns issuing their products, round robin: group g waits at named
+    // barrier 1 + g for group g - 1 to pass it on. One group's softmax then runs while
+    // the others' products do, instead of all waiting on the tensor cores at once. Every
     // group walks every step of the block, so the turns pair up; the first is group 0's.
-    constexpr int groups = Spec::waves / 4;
     const auto my_turn = [&] {
         if constexpr (groups > 1) fa_sm90_barrier_sync(1 + group, 256);
     };
@@ -191,11 +207,11 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
     };
     if (group == groups - 1) pass_turn();
 
-    const auto begin_step = [&](int step) {
-        if (step + ahead < steps) load_step(step + ahead);
+    const auto wait_loaded = [&](int step) {
         fa_sm90_mbarrier_wait(full(step % stages), (step / stages) % 2);
         fa_sm90_fence_shared_for_async();
     };
+    const auto release = [&](int step) { fa_sm90_mbarrier_arrive(empty(step % stages)); };
     // S = Q K^T, committed as one group. Head dims 16s .. 16s+15 are chunks 2s, 2s+1:
     // column block s/4, 32(s%4) bytes in.
     const auto issue_scores = [&](int step, float(&score)[block_k / 2]) {
@@ -227,9 +243,9 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
         fa_sm90_commit();
     };
     const float scale_log2 = p.scale * FAJIT_LOG2E;
-    // Masks, moves frames and turns S into P; returns whether O must be rescaled.
-    const auto softmax = [&](int step, float(&score)[block_k / 2], unsigned int(&probability)[key_slices][4],
-                             float(&correction)[2]) {
+    // Masks, moves frames and turns S into unrounded P in place; returns whether O must
+    // be rescaled by `correction` before the next P V.
+    const auto softmax = [&](int step, float(&score)[block_k / 2], float(&correction)[2]) {
         const int key0 = step * block_k;
         const bool masked = key0 + block_k > unmasked_end;
         int visible[2];
@@ -239,35 +255,58 @@ __global__ void __launch_bounds__(Spec::waves * 32, 1) fa_wgmma_sm90(fa_params p
         float row_max[2];
         const float multiplier = fa_sm80_tile_scores<key_tiles>(score, scale_log2, masked, visible, key0, row_max);
         const bool moved = fa_sm80_tile_move_frames(p, my_row, margin_log2, row_max, frame, sum, correction);
-        fa_sm80_tile_probabilities<element, key_tiles>(score, multiplier, frame, sum, probability);
+        fa_sm80_tile_exponentiate<key_tiles>(score, multiplier, frame, sum);
         return __any_sync(0xffffffffu, moved);
     };
     const auto rescale = [&](const float(&correction)[2]) {
 #pragma unroll
         for (int i = 0; i < head_dim / 2; ++i) out[i] *= correction[(i % 4) / 2];
     };
-    const auto release = [&](int step) { fa_sm90_mbarrier_arrive(empty(step % stages)); };
 
-    // Per step: Q K^T in this group's turn, softmax, then P V. O is rescaled after P
-    // is formed, not before: measured on the H200 at d=256, the other order ran at 309
-    // TFLOP/s instead of 403.
-    for (int step = 0; step < steps; ++step) {
-        begin_step(step);
-        float score[block_k / 2];
+    // Step s's Q K^T is issued in the same turn as step s-1's P V, and step s's softmax
+    // runs while that P V does: a step's P is packed and O rescaled only after its P V
+    // is waited for, since the tensor cores read P and O from registers until then.
+    // Every wgmma sits outside a branch, so ptxas keeps them asynchronous.
+    float score[block_k / 2];
+    unsigned int probability[key_slices][4];
+    float correction[2];
+    bool moved = false;
+    if (steps > 0) {
+        wait_loaded(0);
         my_turn();
         fa_sm90_fence();
-        issue_scores(step, score);
+        issue_scores(0, score);
         pass_turn();
         fa_sm90_wait<0>();
         fa_sm90_hold(score);
-        unsigned int probability[key_slices][4];
-        float correction[2];
-        if (softmax(step, score, probability, correction)) rescale(correction);
+        moved = softmax(0, score, correction);
+        fa_sm80_tile_pack<element, key_tiles>(score, probability);
+    }
+#pragma unroll 1
+    for (int step = 1; step < steps; ++step) {
+        wait_loaded(step);
+        if (moved) rescale(correction);
+        my_turn();
         fa_sm90_fence();
-        issue_output(step, probability);
+        issue_scores(step, score);
+        issue_output(step - 1, probability);
+        pass_turn();
+        fa_sm90_wait<1>();
+        fa_sm90_hold(score);
+        moved = softmax(step, score, correction);
         fa_sm90_wait<0>();
         fa_sm90_hold(out);
-        release(step);
+        fa_sm90_hold(score);
+        release(step - 1);
+        fa_sm80_tile_pack<element, key_tiles>(score, probability);
+    }
+    if (steps > 0) {
+        if (moved) rescale(correction);
+        fa_sm90_fence();
+        issue_output(steps - 1, probability);
+        fa_sm90_wait<0>();
+        fa_sm90_hold(out);
+        release(steps - 1);
     }
     if (group == 0) my_turn();  // takes the last group's last pass, so no arrival outlives the block
 

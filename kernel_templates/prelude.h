@@ -438,7 +438,7 @@ FAJIT_DEVICE void fa_sm80_tile_mask_and_reduce(float (&s)[4 * key_tiles], float 
 }
 
 // Masks the scores and gives each of the lane's two rows' maxima in log2 units. A
-// positive scale is left for fa_sm80_tile_probabilities to fold into its exponent
+// positive scale is left for fa_sm80_tile_exponentiate to fold into its exponent
 // (scaling the maximum of the raw scores gives the maximum of the scaled ones), which
 // spares a multiply per score; any other scale is applied here. Returns the factor
 // the scores still need.
@@ -479,27 +479,31 @@ FAJIT_DEVICE bool fa_sm80_tile_move_frames(const fa_params& p, int row, float ma
     return moved;
 }
 
-// P = exp2(S * multiplier - frame) rounded to T, added to the running sums and packed as A
-// fragments of the P V product: the accumulators of key tiles 2s and 2s+1 are exactly
-// the A fragment of 16-key slice s. A row with no key yet has frame -inf; subtracting
-// 0 instead keeps its masked scores at 0, not NaN.
-template <class T, int key_tiles>
-FAJIT_DEVICE void fa_sm80_tile_probabilities(const float (&s)[4 * key_tiles], float multiplier,
-                                             const float (&frame)[2], float (&sum)[2],
-                                             unsigned int (&probability)[key_tiles / 2][4]) {
+// P = exp2(S * multiplier - frame), in place, added to the running sums. A row with no
+// key yet has frame -inf; subtracting 0 instead keeps its masked scores at 0, not NaN.
+template <int key_tiles>
+FAJIT_DEVICE void fa_sm80_tile_exponentiate(float (&s)[4 * key_tiles], float multiplier, const float (&frame)[2],
+                                            float (&sum)[2]) {
     float base[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) base[h] = frame[h] == fa_neg_inf() ? 0.0f : frame[h];
 #pragma unroll
-    for (int n = 0; n < key_tiles; ++n) {
-        float weight[4];
+    for (int i = 0; i < 4 * key_tiles; ++i) {
+        s[i] = fa_sm80_exp2(fmaf(s[i], multiplier, -base[(i % 4) / 2]));
+        sum[(i % 4) / 2] += s[i];
+    }
+}
+
+// P rounded to T and packed as A fragments of the P V product: the accumulators of key
+// tiles 2s and 2s+1 are exactly the A fragment of 16-key slice s. Kept apart from the
+// exponentiation so that a kernel can do that while the previous P V still reads the
+// registers this writes.
+template <class T, int key_tiles>
+FAJIT_DEVICE void fa_sm80_tile_pack(const float (&p)[4 * key_tiles], unsigned int (&probability)[key_tiles / 2][4]) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            weight[e] = fa_sm80_exp2(fmaf(s[4 * n + e], multiplier, -base[e / 2]));
-            sum[e / 2] += weight[e];
-        }
-        probability[n / 2][2 * (n % 2)] = fa_sm80_pack2<T>(weight[0], weight[1]);
-        probability[n / 2][2 * (n % 2) + 1] = fa_sm80_pack2<T>(weight[2], weight[3]);
+    for (int n = 0; n < key_tiles; ++n) {
+        probability[n / 2][2 * (n % 2)] = fa_sm80_pack2<T>(p[4 * n], p[4 * n + 1]);
+        probability[n / 2][2 * (n % 2) + 1] = fa_sm80_pack2<T>(p[4 * n + 2], p[4 * n + 3]);
     }
 }
 
@@ -600,6 +604,18 @@ FAJIT_DEVICE void fa_sm90_barrier_sync(int id, int count) {
 }
 FAJIT_DEVICE void fa_sm90_barrier_arrive(int id, int count) {
     asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
+// Moves registers between the warpgroups of a block: a warpgroup that only copies
+// gives up registers, and those that hold accumulators take them. Every warp of the
+// warpgroup executes it; raising waits until enough registers are free.
+template <int registers>
+FAJIT_DEVICE void fa_sm90_lower_registers() {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(registers));
+}
+template <int registers>
+FAJIT_DEVICE void fa_sm90_raise_registers() {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(registers));
 }
 
 // The compiler sees wgmma as finished when it is issued; tying every accumulator to an

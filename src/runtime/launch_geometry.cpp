@@ -49,6 +49,9 @@ LaunchShape launch_shape(const KernelSpec& spec, const AttentionArgs& args) {
     shape.grid[1] = static_cast<unsigned>(args.heads_q);
     shape.grid[2] = static_cast<unsigned>(args.batch);
     shape.block[0] = static_cast<unsigned>(spec.waves * wave_size(spec.arch));
+    // wgmma-sm90's waves are its consumers; a producer warpgroup of 128 threads copies
+    // for them (fa_wgmma_layout::threads).
+    if (spec.family == Family::wgmma_sm90) shape.block[0] += 128u;
     // The wmma family declares its LDS statically on AMD; on NVIDIA (its emulation) it
     // is dynamic, since more than 48 KiB must be, and sized here.
     if (spec.family == Family::wmma_gfx11 && vendor_of(spec.arch) == Vendor::nvidia)

@@ -142,26 +142,28 @@ std::string validate_wgmma_sm90(const KernelSpec& spec) {
     if (d != 64 && d != 128 && d != 256)
         return field_error("d", std::to_string(d), "family wgmma-sm90 supports head dims 64, 128, 256");
     if (spec.dtype == DType::f32) return field_error("dtype", "f32", "family wgmma-sm90 supports f16 and bf16");
-    if (spec.waves != 4 && spec.waves != 8 && spec.waves != 12 && spec.waves != 16)
-        return field_error("waves", std::to_string(spec.waves),
-                           "family wgmma-sm90 needs 4, 8, 12 or 16 (1 to 4 warpgroups)");
+    // A fourth consumer warpgroup would leave each 104 registers, too few to overlap
+    // a step's P V with the next softmax at any head dim (ptxas serializes the wgmma).
+    if (spec.waves != 4 && spec.waves != 8 && spec.waves != 12)
+        return field_error("waves", std::to_string(spec.waves), "family wgmma-sm90 needs 4, 8 or 12 (1 to 3 warpgroups)");
     if (spec.block_q != 16 * spec.waves)
         return field_error("bq", std::to_string(spec.block_q),
                            "family wgmma-sm90 needs 64 query rows per warpgroup (" + std::to_string(16 * spec.waves) +
                                ")");
     if (spec.block_k != 64 && spec.block_k != 128)
         return field_error("bk", std::to_string(spec.block_k), "family wgmma-sm90 needs 64 or 128");
-    // A lane holds (d + bk) / 2 f32 accumulators (O and S of its 16-row warp). The
-    // block's 64K registers, split over its threads, must hold them and the rest of the
-    // kernel: 160 fit beside it with 1 or 2 warpgroups (255 registers a thread), 96
-    // with 3 (168), 64 with 4 (128); tests/mma checks every candidate for spills.
+    // While a step's P V runs, a consumer lane holds O (d/2 f32), the next step's S
+    // (bk/2 f32) and P (bk/4 packed pairs): d/2 + 3bk/4 registers. The limits are the
+    // largest such counts ptxas fits in what the consumers get (fa_wgmma_layout: 240,
+    // 224 and 152 registers for 1 to 3 warpgroups) without spills or serialized wgmma;
+    // tests/mma checks every candidate.
     const int groups = spec.waves / 4;
-    const int accumulator_limit = groups <= 2 ? 160 : groups == 3 ? 96 : 64;
-    if (const int accumulators = (d + spec.block_k) / 2; accumulators > accumulator_limit)
+    const int register_limit = groups <= 2 ? 176 : 112;
+    if (const int registers = d / 2 + 3 * spec.block_k / 4; registers > register_limit)
         return field_error("bk", std::to_string(spec.block_k),
-                           "family wgmma-sm90 would hold " + std::to_string(accumulators) +
-                               " accumulators per lane (at most " + std::to_string(accumulator_limit) + " with " +
-                               std::to_string(groups) + " warpgroups): use a smaller bk or fewer warpgroups");
+                           "family wgmma-sm90 would hold " + std::to_string(registers) +
+                               " accumulator registers per lane (at most " + std::to_string(register_limit) +
+                               " with " + std::to_string(groups) + " warpgroups): use a smaller bk or fewer warpgroups");
     if (spec.dtype == DType::f16 && spec.rescale_margin > 11.0f)
         return field_error("margin", format_float(spec.rescale_margin),
                            "with dtype f16 the margin must be at most 11 so exp(margin) fits in f16");
@@ -248,11 +250,10 @@ KernelSpec with_family_defaults(KernelSpec spec) {
             break;
         }
         case Family::wgmma_sm90:
-            // Warpgroups of 64 rows taking turns on the tensor cores; tools/tiles/wgmma_sm90.md
-            // records the candidates and timings. Two groups with 128-key steps at d=128;
-            // at d=256 the registers allow 64-key steps only; at d=64, where the softmax
-            // weighs most against the products, four groups.
-            spec.waves = spec.head_dim == 64 ? 16 : 8;
+            // Two warpgroups of 64 rows taking turns on the tensor cores;
+            // tools/tiles/wgmma_sm90.md records the candidates and timings. 128-key steps
+            // at d=128; at d=256 the registers allow 64-key steps only.
+            spec.waves = 8;
             spec.block_q = 16 * spec.waves;
             spec.block_k = spec.head_dim == 128 ? 128 : 64;
             break;

@@ -44,12 +44,12 @@ struct Tiles {
 };
 
 // mma-sm80: rows per warp (16 or 32), warps and key step around the defaults.
-// wgmma-sm90: one to four warpgroups, 64- or 128-key steps.
+// wgmma-sm90: one to three warpgroups, 64- or 128-key steps.
 inline std::vector<Tiles> tile_candidates(Family family, int head_dim) {
     if (family == Family::wgmma_sm90) {
         if (head_dim > 128) return {{8, 128, 64}, {4, 64, 64}};
         if (head_dim > 64) return {{8, 128, 128}, {8, 128, 64}, {12, 192, 64}, {4, 64, 128}, {4, 64, 64}};
-        return {{8, 128, 64}, {8, 128, 128}, {12, 192, 64}, {12, 192, 128}, {16, 256, 64}, {4, 64, 64}};
+        return {{8, 128, 64}, {8, 128, 128}, {12, 192, 64}, {4, 64, 64}};
     }
     if (head_dim > 128) return {{4, 64, 32}, {4, 64, 64}, {8, 128, 32}, {8, 128, 64}};
     if (head_dim > 64)

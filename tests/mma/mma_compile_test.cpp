@@ -5,6 +5,7 @@
 // No GPU is needed; without NVRTC the cases are skipped with the reason.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "backend/backend.hpp"
 #include "codegen/emitter.hpp"
 #include "mma/mma_candidates.hpp"
+#include "runtime/launch_geometry.hpp"
 #include "support/compile_support.hpp"
 
 using namespace fajit;
@@ -79,9 +81,18 @@ void check_no_spills(const std::vector<KernelSpec>& specs, const Backend& backen
         CHECK_MESSAGE(report.registers > 0, name, ": no register count in the log: ", report.log);
         CHECK_MESSAGE(report.spill_stores == 0, name, ": ", report.log);
         CHECK_MESSAGE(report.spill_loads == 0, name, ": ", report.log);
-        // ptxas advisory C7518: it serialized the kernel's wgmma instructions, which
-        // costs more than anything the kernel's pipelining gains (tools/tiles/wgmma_sm90.md).
-        CHECK_MESSAGE(report.log.find("C7518") == std::string::npos, name, ": ", report.log);
+        if (specs[i].family == Family::wgmma_sm90) {
+            // The kernel moves registers between its warpgroups assuming it starts with
+            // all the launch bounds leave (fa_wgmma_layout::launch_registers); with fewer,
+            // its consumers would wait forever for registers.
+            const int threads = static_cast<int>(launch_shape(specs[i], AttentionArgs{}).block[0]);
+            CHECK_MESSAGE(report.registers == std::min(240, 65536 / threads / 8 * 8), name, ": ", report.log);
+        }
+        // ptxas serialized the kernel's wgmma instructions (advisories C7518, a wgmma
+        // behind a branch, and C7512, too few registers, among others), which costs more
+        // than anything the kernel's pipelining gains (tools/tiles/wgmma_sm90.md).
+        CHECK_MESSAGE(report.log.find("wgmma.mma_async instructions are serialized") == std::string::npos, name,
+                      ": ", report.log);
     }
 }
 
@@ -165,12 +176,15 @@ TEST_CASE("wgmma-sm90 validation: sm_90a only, its head dims and its tiles") {
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f32,arch=sm_90a").find("dtype=f32") == 0);
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,margin=12,arch=sm_90a").find("margin=12") == 0);
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,waves=2,bq=32,arch=sm_90a").find("waves=2") == 0);
-    CHECK(error_of("family=wgmma-sm90,d=64,dtype=f16,waves=16,bq=256,bk=64,arch=sm_90a").empty());
-    // Three warpgroups at d=128 with 128-key steps: 128 accumulators, over 3 groups' 96.
-    CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,waves=12,bq=192,bk=128,arch=sm_90a").find("bk=128") == 0);
+    CHECK(error_of("family=wgmma-sm90,d=64,dtype=f16,waves=12,bq=192,bk=64,arch=sm_90a").empty());
+    CHECK(error_of("family=wgmma-sm90,d=64,dtype=f16,waves=16,bq=256,bk=64,arch=sm_90a").find("waves=16") == 0);
+    // Three warpgroups at d=64 with 128-key steps: 128 accumulator registers, over 3 groups' 112
+    // (ptxas serializes its wgmma, advisory C7512).
+    CHECK(error_of("family=wgmma-sm90,d=64,dtype=f16,waves=12,bq=192,bk=128,arch=sm_90a").find("bk=128") == 0);
+    CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,waves=12,bq=192,bk=64,arch=sm_90a").empty());
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,waves=8,bq=64,arch=sm_90a").find("bq=64") == 0);
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,bk=96,arch=sm_90a").find("bk=96") == 0);
-    // d=256 with 128-key steps: 192 accumulators per lane.
+    // d=256 with 128-key steps: 224 accumulator registers per lane.
     CHECK(error_of("family=wgmma-sm90,d=256,dtype=f16,bk=128,arch=sm_90a").find("bk=128") == 0);
     for (int head_dim : family_head_dims(Family::wgmma_sm90)) {
         const KernelSpec spec =
