@@ -1,55 +1,51 @@
 // fa_wgmma_sm90: flash attention on Hopper's warpgroup MMA (wgmma, sm_90a only).
-// A block is Spec::waves / 4 warpgroups of 128 threads; warpgroup w owns query rows
-// 64w .. 64w+63 of the block's Spec::block_q, each of its warps 16 of them, held in the
-// accumulator layout the prelude describes: the one mma-sm80 uses, so both families
-// run the same softmax code.
+// A block is Spec::waves / 4 consumer warpgroups of 128 threads and one producer
+// warpgroup. Consumer warpgroup w owns query rows 64w .. 64w+63 of the block's
+// Spec::block_q, each of its warps 16 of them, held in the accumulator layout the
+// prelude describes: the one mma-sm80 uses, so both families run the same softmax code.
 //
-// Per key step of Spec::block_k keys, for each warpgroup:
+// Per key step of Spec::block_k keys, for each consumer warpgroup:
 //   S  = Q K^T   one wgmma per 16 head dims, N = block_k, both operands read by the
 //                tensor cores from shared memory (Q and K rows are K-major).
 //   P  = exp2(S - frame), rounded to the input type. The S accumulators of key tiles
 //                2s and 2s+1 are the A fragment of 16-key slice s, as with mma.sync.
 //   O += P V     A = P from registers; B = V rows from shared memory read N-major (head
 //                dims contiguous), one wgmma per 16 keys and 128 (or 64) head dims.
-// No operand passes through registers on its way from shared memory: that is what
-// frees a warp to keep 16 rows x (bk + d) accumulators with bk = 128 at d = 128, and
-// what removes the ldmatrix traffic that capped mma-sm80's 16-row warps.
+// No operand passes through registers on its way from shared memory.
+//
+// The tensor cores run while the softmax does, two ways. Within a warpgroup, step s's
+// Q K^T and step s-1's P V are issued together and step s's softmax runs while that
+// P V does (FlashAttention-3's intra-warpgroup overlap); it needs S, P and O live at
+// once, which is why the producer gives its registers to the consumers (setmaxnreg).
+// Between warpgroups, they take turns issuing, round robin through named barriers, so
+// one group's softmax runs beside the others' products.
 //
 // The rescale margin and masking only on steps that reach past the first row's visible
 // keys work as in fa_mma_sm80.h, through the same prelude functions. Causal skipping
 // is per block: every warpgroup walks every step the block's last row needs (so their
-// turns below pair up), which costs the first groups some fully masked work on the
-// diagonal block only.
-//
-// The tensor cores are the shared resource: warpgroups take turns issuing Q K^T, round
-// robin through named barriers, so while one runs its softmax the others' products
-// run, instead of every group waiting on the tensor cores at once. Within a group the
-// order is Q K^T, softmax, P V, wait; overlapping a step's P V with the next step's
-// softmax needs the P V issued behind a branch or a peeled first step, and measured
-// slower on the H200 (tools/tiles/wgmma_sm90.md).
+// turns pair up), which costs the first groups some fully masked work on the diagonal
+// block only.
 //
 // Shared memory (dynamic; bytes computed the same way in launch_geometry.cpp): Q, then
 // `stages` K, V buffer pairs, each in the prelude's 128-byte swizzle and 1024-byte
-// aligned (the allocation carries 1024 bytes of slack for aligning its start), then a
-// full and an empty mbarrier per stage. Every thread copies its share of a step with
-// cp.async and arrives on the stage's full barrier when its copies land; every thread
-// arrives on the empty barrier once its group's P V has read the stage, and a stage is
-// refilled only after that. Warpgroups therefore never wait for each other at a block
-// barrier, which the turns rely on. Tensors that are not 16-byte aligned take the
-// element-wise copy.
+// aligned (the allocation carries 1024 bytes of slack for aligning its start), then
+// full and empty mbarriers for each stage's K and V. The producer copies with cp.async
+// and arrives on a full barrier when its copies land; consumer warps arrive on the empty
+// barrier once they are done with the tensor, and only the producer waits for that.
+// Tensors that are not 16-byte aligned take the element-wise copy.
 
 template <class Spec>
 struct fa_wgmma_layout {
     // As many K, V buffers as fit (up to 4) beside Q in an sm_90's 227 KiB, counting
     // the mbarriers and alignment slack; launch_geometry.cpp computes the same.
     static constexpr int stages_that_fit =
-        (227 * 1024 - 1024 - 64 - Spec::block_q * Spec::head_dim * 2) / (4 * Spec::block_k * Spec::head_dim);
+        (227 * 1024 - 1024 - 128 - Spec::block_q * Spec::head_dim * 2) / (4 * Spec::block_k * Spec::head_dim);
     static constexpr int stages = stages_that_fit < 2 ? 2 : stages_that_fit > 4 ? 4 : stages_that_fit;
 
     static constexpr int q_bytes = Spec::block_q * Spec::head_dim * 2;
     static constexpr int kv_bytes = Spec::block_k * Spec::head_dim * 2;
     static constexpr int tile_bytes = q_bytes + 2 * stages * kv_bytes;
-    static constexpr int bytes = tile_bytes + 16 * stages;  // a full and an empty mbarrier per stage
+    static constexpr int bytes = tile_bytes + 32 * stages;  // full and empty mbarriers for K and for V
     static constexpr int alignment = 1024;
 
     // Spec::waves / 4 consumer warpgroups and one producer warpgroup. The block starts
@@ -77,7 +73,9 @@ struct fa_wgmma_layout {
 
 // Copies `rows` rows of head_dim elements from each of `count` tensors (rows past
 // `valid_rows` as zeros) into swizzled tiles `tile[i]` of `rows` rows; the producer
-// warpgroup's thread `thread` of 128 does its share.
+// warpgroup's thread `thread` of 128 does its share. The producer's warps share the
+// schedulers with the consumers', so the loop is unrolled twice to spend fewer
+// instructions per copy; unrolled fully, it spills the producer's few registers.
 template <class Spec, int rows, int count>
 FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[count],
                                      const typename Spec::element* const (&first)[count],
@@ -90,7 +88,7 @@ FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[coun
     long long element_offset[count];
 #pragma unroll
     for (int c = 0; c < count; ++c) element_offset[c] = first_row * row_stride[c] + chunk * 8;
-#pragma unroll 1
+#pragma unroll 2
     for (int row = first_row; row < rows; row += rows_per_pass) {
         const bool valid = row < valid_rows;
         const unsigned int offset = layout::offset(rows, row, chunk);
@@ -124,16 +122,27 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     const unsigned int q_tile = shared;
     const auto k_tile = [&](int stage) { return shared + layout::q_bytes + 2u * stage * layout::kv_bytes; };
     const auto v_tile = [&](int stage) { return k_tile(stage) + layout::kv_bytes; };
-    // full[stage]: its K and V have landed (every producer thread's copies); empty[stage]:
-    // every consumer thread is done reading it.
-    const auto full = [&](int stage) { return shared + layout::tile_bytes + 8u * stage; };
-    const auto empty = [&](int stage) { return full(stages + stage); };
+    // Barriers of tensor `keys` or `values` of a stage. full: the stage's K (or V) has
+    // landed, every producer thread's copies; empty: every consumer warp is done reading
+    // it. A step's P V runs beside the next step's Q K^T, so a stage's K is done a half
+    // step before its V. With two stages, K and V need barriers of their own, so that
+    // the producer can refill K meanwhile (d=256: 426 TFLOP/s at Lk=16K against 341
+    // with one barrier pair). With three or more, one pair serves both, and a stage is
+    // released once its V is done.
+    constexpr int kv_barriers = stages >= 3 ? 1 : 2;
+    constexpr int keys = 0, values = 1;
+    const auto full = [&](int tensor, int stage) {
+        return shared + layout::tile_bytes + 8u * ((tensor % kv_barriers) * stages + stage);
+    };
+    const auto empty = [&](int tensor, int stage) { return full(tensor, 2 * stages + stage); };
     if (threadIdx.x == 0)
 #pragma unroll
-        for (int stage = 0; stage < stages; ++stage) {
-            fa_sm90_mbarrier_init(full(stage), 128);
-            fa_sm90_mbarrier_init(empty(stage), layout::consumers);
-        }
+        for (int stage = 0; stage < stages; ++stage)
+#pragma unroll
+            for (int tensor = 0; tensor < kv_barriers; ++tensor) {
+                fa_sm90_mbarrier_init(full(tensor, stage), 128);
+                fa_sm90_mbarrier_init(empty(tensor, stage), Spec::waves);
+            }
     __syncthreads();
 
     const int lane = static_cast<int>(threadIdx.x) % 32;
@@ -166,6 +175,13 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         const element* v = static_cast<const element*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
         const bool aligned = fa_sm80_aligned16(p.q, p.q_stride) && fa_sm80_aligned16(p.k, p.k_stride) &&
                              fa_sm80_aligned16(p.v, p.v_stride);
+        // Element-wise copies are plain stores, which an ordinary arrival releases.
+        const auto arrive_loaded = [&](int tensor, int stage) {
+            if (aligned)
+                fa_sm90_mbarrier_arrive_after_copies(full(tensor, stage));
+            else
+                fa_sm90_mbarrier_arrive(full(tensor, stage));
+        };
         if (steps > 0)
             fa_wgmma_load_rows<Spec, block_q, 1>(thread, {q_tile}, {q + row0 * p.q_stride[2]}, {p.q_stride[2]},
                                                  rows_here, aligned);
@@ -173,15 +189,27 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         for (int step = 0; step < steps; ++step) {
             const int key0 = step * block_k;
             const int stage = step % stages;
-            if (step >= stages) fa_sm90_mbarrier_wait(empty(stage), (step / stages - 1) % 2);
-            fa_wgmma_load_rows<Spec, block_k, 2>(thread, {k_tile(stage), v_tile(stage)},
-                                                 {k + key0 * p.k_stride[2], v + key0 * p.v_stride[2]},
-                                                 {p.k_stride[2], p.v_stride[2]}, p.len_k - key0, aligned);
-            // Element-wise copies are plain stores, which an ordinary arrival releases.
-            if (aligned)
-                fa_sm90_mbarrier_arrive_after_copies(full(stage));
-            else
-                fa_sm90_mbarrier_arrive(full(stage));
+            // One pass over a step's rows copies K and V when they share barriers; the
+            // separate passes K and V need otherwise measured slower at d=128 (301 / 385 /
+            // 400 TFLOP/s against 337 / 452 / 462 at Lk 2K / 8K / 16K).
+            if constexpr (kv_barriers == 1) {
+                if (step >= stages) fa_sm90_mbarrier_wait(empty(keys, stage), (step / stages - 1) % 2);
+                fa_wgmma_load_rows<Spec, block_k, 2>(thread, {k_tile(stage), v_tile(stage)},
+                                                     {k + key0 * p.k_stride[2], v + key0 * p.v_stride[2]},
+                                                     {p.k_stride[2], p.v_stride[2]}, p.len_k - key0, aligned);
+                arrive_loaded(keys, stage);
+            } else {
+#pragma unroll
+                for (int tensor = keys; tensor <= values; ++tensor) {
+                    if (step >= stages) fa_sm90_mbarrier_wait(empty(tensor, stage), (step / stages - 1) % 2);
+                    const bool is_k = tensor == keys;
+                    fa_wgmma_load_rows<Spec, block_k, 1>(thread, {is_k ? k_tile(stage) : v_tile(stage)},
+                                                         {is_k ? k + key0 * p.k_stride[2] : v + key0 * p.v_stride[2]},
+                                                         {is_k ? p.k_stride[2] : p.v_stride[2]}, p.len_k - key0,
+                                                         aligned);
+                    arrive_loaded(tensor, stage);
+                }
+            }
         }
         fa_sm80_cp_async_wait<0>();  // no copy may still target shared memory at exit
         return;
@@ -207,11 +235,14 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     };
     if (group == groups - 1) pass_turn();
 
-    const auto wait_loaded = [&](int step) {
-        fa_sm90_mbarrier_wait(full(step % stages), (step / stages) % 2);
-        fa_sm90_fence_shared_for_async();
+    // Waiters fence once for whatever they waited for; a warp releases through one
+    // lane, after the wgmma wait that its whole warpgroup passed.
+    const auto wait_loaded = [&](int tensor, int step) {
+        fa_sm90_mbarrier_wait(full(tensor, step % stages), (step / stages) % 2);
     };
-    const auto release = [&](int step) { fa_sm90_mbarrier_arrive(empty(step % stages)); };
+    const auto release = [&](int tensor, int step) {
+        if (lane == 0) fa_sm90_mbarrier_arrive(empty(tensor, step % stages));
+    };
     // S = Q K^T, committed as one group. Head dims 16s .. 16s+15 are chunks 2s, 2s+1:
     // column block s/4, 32(s%4) bytes in.
     const auto issue_scores = [&](int step, float(&score)[block_k / 2]) {
@@ -272,19 +303,23 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     float correction[2];
     bool moved = false;
     if (steps > 0) {
-        wait_loaded(0);
+        wait_loaded(keys, 0);
+        fa_sm90_fence_shared_for_async();
         my_turn();
         fa_sm90_fence();
         issue_scores(0, score);
         pass_turn();
         fa_sm90_wait<0>();
         fa_sm90_hold(score);
+        if constexpr (kv_barriers == 2) release(keys, 0);
         moved = softmax(0, score, correction);
         fa_sm80_tile_pack<element, key_tiles>(score, probability);
     }
 #pragma unroll 1
     for (int step = 1; step < steps; ++step) {
-        wait_loaded(step);
+        wait_loaded(keys, step);  // with one barrier pair a stage, its V too
+        if constexpr (kv_barriers == 2) wait_loaded(values, step - 1);
+        fa_sm90_fence_shared_for_async();
         if (moved) rescale(correction);
         my_turn();
         fa_sm90_fence();
@@ -293,20 +328,23 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         pass_turn();
         fa_sm90_wait<1>();
         fa_sm90_hold(score);
+        if constexpr (kv_barriers == 2) release(keys, step);
         moved = softmax(step, score, correction);
         fa_sm90_wait<0>();
         fa_sm90_hold(out);
         fa_sm90_hold(score);
-        release(step - 1);
+        release(values, step - 1);
         fa_sm80_tile_pack<element, key_tiles>(score, probability);
     }
     if (steps > 0) {
+        if constexpr (kv_barriers == 2) wait_loaded(values, steps - 1);
+        fa_sm90_fence_shared_for_async();
         if (moved) rescale(correction);
         fa_sm90_fence();
         issue_output(steps - 1, probability);
         fa_sm90_wait<0>();
         fa_sm90_hold(out);
-        release(steps - 1);
+        release(values, steps - 1);
     }
     if (group == 0) my_turn();  // takes the last group's last pass, so no arrival outlives the block
 

@@ -29,14 +29,14 @@ unsigned family_shared_bytes(const KernelSpec& spec) {
         }
         case Family::wgmma_sm90: {
             // Mirrors fa_wgmma_layout in kernel_templates/fa_wgmma_sm90.h: Q plus `stages`
-            // K and V buffers of unpadded swizzled rows, two 8-byte mbarriers per stage,
+            // K and V buffers of unpadded swizzled rows, four 8-byte mbarriers per stage,
             // and 1024 bytes to align the start.
             const unsigned row_bytes = 2u * static_cast<unsigned>(spec.head_dim);
             const unsigned q_bytes = row_bytes * static_cast<unsigned>(spec.block_q);
             const unsigned stage_bytes = 2u * row_bytes * static_cast<unsigned>(spec.block_k);
-            const unsigned stages_that_fit = (227u * 1024u - 1024u - 64u - q_bytes) / stage_bytes;
+            const unsigned stages_that_fit = (227u * 1024u - 1024u - 128u - q_bytes) / stage_bytes;
             const unsigned stages = std::clamp(stages_that_fit, 2u, 4u);  // under 2, validation refuses the bytes
-            return q_bytes + stages * stage_bytes + 16u * stages + 1024u;
+            return q_bytes + stages * stage_bytes + 32u * stages + 1024u;
         }
     }
     return 0;

@@ -251,11 +251,11 @@ KernelSpec with_family_defaults(KernelSpec spec) {
         }
         case Family::wgmma_sm90:
             // Two warpgroups of 64 rows taking turns on the tensor cores;
-            // tools/tiles/wgmma_sm90.md records the candidates and timings. 128-key steps
-            // at d=128; at d=256 the registers allow 64-key steps only.
+            // tools/tiles/wgmma_sm90.md records the candidates and timings. 128-key
+            // steps; at d=256 the registers allow 64-key steps only.
             spec.waves = 8;
             spec.block_q = 16 * spec.waves;
-            spec.block_k = spec.head_dim == 128 ? 128 : 64;
+            spec.block_k = spec.head_dim == 256 ? 64 : 128;
             break;
     }
     return spec;
