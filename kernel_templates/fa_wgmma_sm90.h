@@ -295,9 +295,10 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     };
 
     // Step s's Q K^T is issued in the same turn as step s-1's P V, and step s's softmax
-    // runs while that P V does: a step's P is packed and O rescaled only after its P V
-    // is waited for, since the tensor cores read P and O from registers until then.
-    // Every wgmma sits outside a branch, so ptxas keeps them asynchronous.
+    // runs while that P V does: step s's P is packed, and O rescaled, only after that
+    // P V is waited for, since the tensor cores read P and O from registers until then.
+    // The first Q K^T and the last P V are peeled out of the loop, so that no wgmma in
+    // it sits behind a condition (ptxas would serialize them all, advisory C7518).
     float score[block_k / 2];
     unsigned int probability[key_slices][4];
     float correction[2];
