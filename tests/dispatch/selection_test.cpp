@@ -75,7 +75,7 @@ TEST_CASE("NVIDIA sm_90a: wgmma-sm90 with its measured tile table, yielding to m
     CHECK(hopper.fallback_reason.empty());
     check_tile(hopper.spec, 128, 128, 8);
     check_tile(select_variant("sm_90a", shape(256), defaults()).spec, 128, 64, 8);
-    check_tile(select_variant("sm_90a", shape(64, DType::bf16, QueryLength::decode), defaults()).spec, 256, 64, 16);
+    check_tile(select_variant("sm_90a", shape(64, DType::bf16, QueryLength::decode), defaults()).spec, 128, 128, 8);
 
     // Head dim 80 is not a wgmma-sm90 shape: mma-sm80 takes it, and that is no fallback.
     const auto d80 = select_variant("sm_90a", shape(80), defaults());
