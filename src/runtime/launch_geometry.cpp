@@ -29,7 +29,7 @@ unsigned family_shared_bytes(const KernelSpec& spec) {
         }
         case Family::wgmma_sm90: {
             // Mirrors fa_wgmma_layout in kernel_templates/fa_wgmma_sm90.h: Q plus `stages`
-            // K and V buffers of unpadded swizzled rows, four 8-byte mbarriers per stage,
+            // K and V buffers of unpadded swizzled rows, room for four 8-byte mbarriers a stage,
             // and 1024 bytes to align the start.
             const unsigned row_bytes = 2u * static_cast<unsigned>(spec.head_dim);
             const unsigned q_bytes = row_bytes * static_cast<unsigned>(spec.block_q);

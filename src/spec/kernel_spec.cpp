@@ -145,11 +145,12 @@ std::string validate_wgmma_sm90(const KernelSpec& spec) {
     // A fourth consumer warpgroup would leave each 104 registers, too few to overlap
     // a step's P V with the next softmax at any head dim (ptxas serializes the wgmma).
     if (spec.waves != 4 && spec.waves != 8 && spec.waves != 12)
-        return field_error("waves", std::to_string(spec.waves), "family wgmma-sm90 needs 4, 8 or 12 (1 to 3 warpgroups)");
+        return field_error("waves", std::to_string(spec.waves),
+                           "family wgmma-sm90 needs 4, 8 or 12 (1 to 3 warpgroups)");
     if (spec.block_q != 16 * spec.waves)
-        return field_error("bq", std::to_string(spec.block_q),
-                           "family wgmma-sm90 needs 64 query rows per warpgroup (" + std::to_string(16 * spec.waves) +
-                               ")");
+        return field_error(
+            "bq", std::to_string(spec.block_q),
+            "family wgmma-sm90 needs 64 query rows per warpgroup (" + std::to_string(16 * spec.waves) + ")");
     if (spec.block_k != 64 && spec.block_k != 128)
         return field_error("bk", std::to_string(spec.block_k), "family wgmma-sm90 needs 64 or 128");
     // While a step's P V runs, a consumer lane holds O (d/2 f32), the next step's S
@@ -162,8 +163,8 @@ std::string validate_wgmma_sm90(const KernelSpec& spec) {
     if (const int registers = d / 2 + 3 * spec.block_k / 4; registers > register_limit)
         return field_error("bk", std::to_string(spec.block_k),
                            "family wgmma-sm90 would hold " + std::to_string(registers) +
-                               " accumulator registers per lane (at most " + std::to_string(register_limit) +
-                               " with " + std::to_string(groups) + " warpgroups): use a smaller bk or fewer warpgroups");
+                               " accumulator registers per lane (at most " + std::to_string(register_limit) + " with " +
+                               std::to_string(groups) + " warpgroups): use a smaller bk or fewer warpgroups");
     if (spec.dtype == DType::f16 && spec.rescale_margin > 11.0f)
         return field_error("margin", format_float(spec.rescale_margin),
                            "with dtype f16 the margin must be at most 11 so exp(margin) fits in f16");

@@ -91,8 +91,8 @@ void check_no_spills(const std::vector<KernelSpec>& specs, const Backend& backen
         // ptxas serialized the kernel's wgmma instructions (advisories C7518, a wgmma
         // behind a branch, and C7512, too few registers, among others), which costs more
         // than anything the kernel's pipelining gains (tools/tiles/wgmma_sm90.md).
-        CHECK_MESSAGE(report.log.find("wgmma.mma_async instructions are serialized") == std::string::npos, name,
-                      ": ", report.log);
+        CHECK_MESSAGE(report.log.find("wgmma.mma_async instructions are serialized") == std::string::npos, name, ": ",
+                      report.log);
     }
 }
 
