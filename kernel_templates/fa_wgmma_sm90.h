@@ -44,8 +44,7 @@ struct fa_wgmma_layout {
 
     static constexpr int q_bytes = Spec::block_q * Spec::head_dim * 2;
     static constexpr int kv_bytes = Spec::block_k * Spec::head_dim * 2;
-    static constexpr int tile_bytes = q_bytes + 2 * stages * kv_bytes;
-    static constexpr int bytes = tile_bytes + 32 * stages;  // full and empty mbarriers for K and for V
+    static constexpr int tile_bytes = q_bytes + 2 * stages * kv_bytes;  // then room for 4 mbarriers a stage
     static constexpr int alignment = 1024;
 
     // Spec::waves / 4 consumer warpgroups and one producer warpgroup. The block starts

@@ -66,6 +66,15 @@ std::string validate_scalar(const KernelSpec& spec) {
     return {};
 }
 
+// The tensor-core families round P to the input type for the P.V product, and
+// unnormalized P reaches exp(margin): f16 overflows past exp(11.09).
+std::string rounded_probability_margin_error(const KernelSpec& spec) {
+    if (spec.dtype == DType::f16 && spec.rescale_margin > 11.0f)
+        return field_error("margin", format_float(spec.rescale_margin),
+                           "with dtype f16 the margin must be at most 11 so exp(margin) fits in f16");
+    return {};
+}
+
 std::string validate_wmma_gfx11(const KernelSpec& spec) {
     const int d = spec.head_dim;
     if (d != 64 && d != 80 && d != 96 && d != 128 && d != 256)
@@ -81,10 +90,7 @@ std::string validate_wmma_gfx11(const KernelSpec& spec) {
     if (!is_gfx11(spec.arch) && vendor_of(spec.arch) != Vendor::nvidia)
         return field_error("arch", spec.arch,
                            "family wmma-gfx11 runs natively on gfx11 and through its emulation on NVIDIA (sm_*)");
-    // P is rounded to the input type for the P.V product; f16 overflows past exp(11.09).
-    if (spec.dtype == DType::f16 && spec.rescale_margin > 11.0f)
-        return field_error("margin", format_float(spec.rescale_margin),
-                           "with dtype f16 the margin must be at most 11 so exp(margin) fits in f16");
+    if (auto error = rounded_probability_margin_error(spec); !error.empty()) return error;
     if (const unsigned bytes = family_shared_bytes(spec); bytes > 64u * 1024u)
         return field_error("bk", std::to_string(spec.block_k),
                            "family wmma-gfx11 needs " + std::to_string(bytes) + " bytes of LDS at d=" +
@@ -123,10 +129,7 @@ std::string validate_mma_sm80(const KernelSpec& spec) {
         return field_error("bk", std::to_string(spec.block_k),
                            "family mma-sm80 would hold " + std::to_string(accumulators) +
                                " accumulators per lane (at most 160): use fewer rows per warp or a smaller bk");
-    // P is rounded to the input type for the P.V product; f16 overflows past exp(11.09).
-    if (spec.dtype == DType::f16 && spec.rescale_margin > 11.0f)
-        return field_error("margin", format_float(spec.rescale_margin),
-                           "with dtype f16 the margin must be at most 11 so exp(margin) fits in f16");
+    if (auto error = rounded_probability_margin_error(spec); !error.empty()) return error;
     if (const unsigned bytes = family_shared_bytes(spec), limit = nvidia_shared_limit(sm); bytes > limit)
         return field_error("bk", std::to_string(spec.block_k),
                            "family mma-sm80 needs " + std::to_string(bytes) +
@@ -165,9 +168,7 @@ std::string validate_wgmma_sm90(const KernelSpec& spec) {
                            "family wgmma-sm90 would hold " + std::to_string(registers) +
                                " accumulator registers per lane (at most " + std::to_string(register_limit) + " with " +
                                std::to_string(groups) + " warpgroups): use a smaller bk or fewer warpgroups");
-    if (spec.dtype == DType::f16 && spec.rescale_margin > 11.0f)
-        return field_error("margin", format_float(spec.rescale_margin),
-                           "with dtype f16 the margin must be at most 11 so exp(margin) fits in f16");
+    if (auto error = rounded_probability_margin_error(spec); !error.empty()) return error;
     if (const unsigned bytes = family_shared_bytes(spec), limit = nvidia_shared_limit(90); bytes > limit)
         return field_error("bk", std::to_string(spec.block_k),
                            "family wgmma-sm90 needs " + std::to_string(bytes) + " bytes of shared memory at d=" +
