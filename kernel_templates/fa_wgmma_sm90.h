@@ -29,22 +29,24 @@
 // Shared memory (dynamic; bytes computed the same way in launch_geometry.cpp): Q, then
 // `stages` K, V buffer pairs, each in the prelude's 128-byte swizzle and 1024-byte
 // aligned (the allocation carries 1024 bytes of slack for aligning its start), then
-// full and empty mbarriers for each stage's K and V. The producer copies with cp.async
-// and arrives on a full barrier when its copies land; consumer warps arrive on the empty
-// barrier once they are done with the tensor, and only the producer waits for that.
+// full and empty mbarriers for each stage's K and V, and one that frees Q. The producer
+// copies with cp.async and arrives on a full barrier when its copies land; consumer warps
+// arrive on an empty barrier once they are done with the tensor, and only the producer
+// waits for that.
 // Tensors that are not 16-byte aligned take the element-wise copy.
 
 template <class Spec>
 struct fa_wgmma_layout {
     // As many K, V buffers as fit (up to 4) beside Q in an sm_90's 227 KiB, counting
     // the mbarriers and alignment slack; launch_geometry.cpp computes the same.
+    static constexpr int barrier_bytes = 8 * (4 * 4 + 1);  // four a stage, at most 4 stages, and Q's
     static constexpr int stages_that_fit =
-        (227 * 1024 - 1024 - 128 - Spec::block_q * Spec::head_dim * 2) / (4 * Spec::block_k * Spec::head_dim);
+        (227 * 1024 - 1024 - barrier_bytes - Spec::block_q * Spec::head_dim * 2) / (4 * Spec::block_k * Spec::head_dim);
     static constexpr int stages = stages_that_fit < 2 ? 2 : stages_that_fit > 4 ? 4 : stages_that_fit;
 
     static constexpr int q_bytes = Spec::block_q * Spec::head_dim * 2;
     static constexpr int kv_bytes = Spec::block_k * Spec::head_dim * 2;
-    static constexpr int tile_bytes = q_bytes + 2 * stages * kv_bytes;  // then room for 4 mbarriers a stage
+    static constexpr int tile_bytes = q_bytes + 2 * stages * kv_bytes;  // then the mbarriers
     static constexpr int alignment = 1024;
 
     // Spec::waves / 4 consumer warpgroups and one producer warpgroup. The block starts
@@ -53,12 +55,13 @@ struct fa_wgmma_layout {
     // copies, gives back all but `producer_registers`, and the consumers share the
     // freed ones, at most 240 each (setmaxnreg counts in multiples of 8). Raising
     // waits until the registers are free, so asking for more than the pool holds
-    // would hang the block.
+    // would hang the block. With one consumer warpgroup the pool has registers to spare
+    // and the producer keeps 96: at 56 its loop over tiles spilled.
     static constexpr int groups = Spec::waves / 4;
     static constexpr int consumers = Spec::waves * 32;
     static constexpr int threads = consumers + 128;
     static constexpr int launch_registers = 65536 / threads / 8 * 8 > 240 ? 240 : 65536 / threads / 8 * 8;
-    static constexpr int producer_registers = 56;
+    static constexpr int producer_registers = groups == 1 ? 96 : 56;
     static constexpr int consumer_registers_that_fit =
         (launch_registers * threads - 128 * producer_registers) / consumers / 8 * 8;
     static constexpr int consumer_registers = consumer_registers_that_fit > 240 ? 240 : consumer_registers_that_fit;
@@ -99,6 +102,30 @@ FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[coun
     }
 }
 
+// A block's n-th query tile: tile t counts query tiles from the last one, all heads and
+// batches of a tile before the next, so under a causal mask the longest come first.
+// With G blocks, block b takes tiles b, 2G-1-b, 2G+b, 4G-1-b, ...: the rounds alternate
+// direction, so a block with one of the longer tiles of a round gets one of the shorter
+// tiles of the next, and the blocks end close together.
+struct fa_wgmma_tile {
+    int row0, head, batch;
+    bool valid;
+};
+template <class Spec>
+FAJIT_DEVICE fa_wgmma_tile fa_wgmma_block_tile(const fa_params& p, int n) {
+    const int blocks = static_cast<int>(gridDim.x);
+    const int block = static_cast<int>(blockIdx.x);
+    const int t = n * blocks + (n % 2 == 0 ? block : blocks - 1 - block);
+    const int query_tiles = (p.len_q + Spec::block_q - 1) / Spec::block_q;
+    const int heads_batches = p.heads_q * p.batch;
+    return {(query_tiles - 1 - t / heads_batches) * Spec::block_q, t % heads_batches % p.heads_q,
+            t % heads_batches / p.heads_q, t < query_tiles * heads_batches};
+}
+
+// Persistent: the grid is at most one block per multiprocessor (launch_geometry.cpp),
+// and each block walks its query tiles in turn. The producer fills the next tile's Q and
+// first K, V while the consumers finish the last steps of a tile and store it, so a
+// tile's start costs no launch and no wait for its first loads.
 template <class Spec>
 __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm90(fa_params p) {
     using element = typename Spec::element;
@@ -127,14 +154,19 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     // step before its V. With two stages, K and V need barriers of their own, so that
     // the producer can refill K meanwhile (d=256: 426 TFLOP/s at Lk=16K against 341
     // with one barrier pair). With three or more, one pair serves both, and a stage is
-    // released once its V is done.
+    // released once its V is done. Fills are counted over all of a block's tiles: fill
+    // f goes to stage f % stages, and its barriers' phase parity is f / stages % 2.
+    // A tile's Q lands with its first fill; q_empty tells the producer that every
+    // consumer warp has done the tile's last Q K^T, so the next tile's Q may overwrite it.
     constexpr int kv_barriers = stages >= 3 ? 1 : 2;
     constexpr int keys = 0, values = 1;
-    const auto full = [&](int tensor, int stage) {
-        return shared + layout::tile_bytes + 8u * ((tensor % kv_barriers) * stages + stage);
+    const auto barrier = [&](int index) { return shared + layout::tile_bytes + 8u * index; };
+    const auto full = [&](int tensor, int fill) { return barrier((tensor % kv_barriers) * stages + fill % stages); };
+    const auto empty = [&](int tensor, int fill) {
+        return barrier((2 + tensor % kv_barriers) * stages + fill % stages);
     };
-    const auto empty = [&](int tensor, int stage) { return full(tensor, 2 * stages + stage); };
-    if (threadIdx.x == 0)
+    const unsigned int q_empty = barrier(4 * stages);
+    if (threadIdx.x == 0) {
 #pragma unroll
         for (int stage = 0; stage < stages; ++stage)
 #pragma unroll
@@ -142,71 +174,78 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
                 fa_sm90_mbarrier_init(full(tensor, stage), 128);
                 fa_sm90_mbarrier_init(empty(tensor, stage), Spec::waves);
             }
+        fa_sm90_mbarrier_init(q_empty, Spec::waves);
+    }
     __syncthreads();
 
     const int lane = static_cast<int>(threadIdx.x) % 32;
     const int warp = static_cast<int>(threadIdx.x) / 32;
     const int group = warp / 4;
-    // Blocks start roughly in launch order (x fastest). Under a causal mask the last query tiles
-    // see the most keys, so the launch order walks the query tiles from the last one,
-    // all heads and batches of a tile before the next: the longest blocks of the whole
-    // grid go first and short ones fill the end.
-    const int heads_batches = static_cast<int>(gridDim.y * gridDim.z);
-    const int launch = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
-    const int row0 = (static_cast<int>(gridDim.x) - 1 - launch / heads_batches) * block_q;
-    const int head = launch % heads_batches % static_cast<int>(gridDim.y);
-    const int batch = launch % heads_batches / static_cast<int>(gridDim.y);
-
-    const int rows_here = min(block_q, p.len_q - row0);
-    const int key_end = fa_visible_keys(Spec::causal, row0 + rows_here - 1, p.len_q, p.len_k);
-    const int unmasked_end = fa_visible_keys(Spec::causal, row0, p.len_q, p.len_k);  // every row sees these
-    const int steps = (key_end + block_k - 1) / block_k;
+    // Keys of a tile: `steps` steps, every row seeing the first `unmasked_end`.
+    const auto key_steps = [&](const fa_wgmma_tile& tile) {
+        const int rows_here = min(block_q, p.len_q - tile.row0);
+        return (fa_visible_keys(Spec::causal, tile.row0 + rows_here - 1, p.len_q, p.len_k) + block_k - 1) / block_k;
+    };
 
     if (group == groups) {
-        // The producer: Q with step 0's K and V, then each step's K and V into its stage
-        // once the consumers have released the stage's previous fill. Fill number n of a
-        // stage is step n * stages + stage, so its barriers' phase parity is n % 2.
+        // The producer: per tile, Q with step 0's K and V, then each step's K and V into
+        // its stage once the consumers have released the stage's previous fill.
         fa_sm90_lower_registers<layout::producer_registers>();
         const int thread = static_cast<int>(threadIdx.x) - layout::consumers;
-        const int kv_head = head / (p.heads_q / p.heads_kv);
-        const element* q = static_cast<const element*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[1];
-        const element* k = static_cast<const element*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[1];
-        const element* v = static_cast<const element*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
         const bool aligned = fa_sm80_aligned16(p.q, p.q_stride) && fa_sm80_aligned16(p.k, p.k_stride) &&
                              fa_sm80_aligned16(p.v, p.v_stride);
         // Element-wise copies are plain stores, which an ordinary arrival releases.
-        const auto arrive_loaded = [&](int tensor, int stage) {
+        const auto arrive_loaded = [&](int tensor, int fill) {
             if (aligned)
-                fa_sm90_mbarrier_arrive_after_copies(full(tensor, stage));
+                fa_sm90_mbarrier_arrive_after_copies(full(tensor, fill));
             else
-                fa_sm90_mbarrier_arrive(full(tensor, stage));
+                fa_sm90_mbarrier_arrive(full(tensor, fill));
         };
-        if (steps > 0)
-            fa_wgmma_load_rows<Spec, block_q, 1>(thread, {q_tile}, {q + row0 * p.q_stride[2]}, {p.q_stride[2]},
-                                                 rows_here, aligned);
+        const auto wait_released = [&](int tensor, int fill) {
+            if (fill >= stages) fa_sm90_mbarrier_wait(empty(tensor, fill), (fill / stages - 1) % 2);
+        };
+        int fill = 0;
+        int q_fills = 0;
 #pragma unroll 1
-        for (int step = 0; step < steps; ++step) {
-            const int key0 = step * block_k;
-            const int stage = step % stages;
-            // One pass over a step's rows copies K and V when they share barriers; the
-            // separate passes K and V need otherwise measured slower at d=128 (301 / 385 /
-            // 400 TFLOP/s against 337 / 452 / 462 at Lk 2K / 8K / 16K).
-            if constexpr (kv_barriers == 1) {
-                if (step >= stages) fa_sm90_mbarrier_wait(empty(keys, stage), (step / stages - 1) % 2);
-                fa_wgmma_load_rows<Spec, block_k, 2>(thread, {k_tile(stage), v_tile(stage)},
-                                                     {k + key0 * p.k_stride[2], v + key0 * p.v_stride[2]},
-                                                     {p.k_stride[2], p.v_stride[2]}, p.len_k - key0, aligned);
-                arrive_loaded(keys, stage);
-            } else {
+        for (int n = 0;; ++n) {
+            const fa_wgmma_tile tile = fa_wgmma_block_tile<Spec>(p, n);
+            if (!tile.valid) break;
+            const int steps = key_steps(tile);
+            if (steps == 0) continue;
+            const int kv_head = tile.head / (p.heads_q / p.heads_kv);
+            const element* q = static_cast<const element*>(p.q) + tile.batch * p.q_stride[0] +
+                               tile.head * p.q_stride[1] + tile.row0 * p.q_stride[2];
+            const element* k =
+                static_cast<const element*>(p.k) + tile.batch * p.k_stride[0] + kv_head * p.k_stride[1];
+            const element* v =
+                static_cast<const element*>(p.v) + tile.batch * p.v_stride[0] + kv_head * p.v_stride[1];
+            if (q_fills > 0) fa_sm90_mbarrier_wait(q_empty, (q_fills - 1) % 2);
+            ++q_fills;
+            fa_wgmma_load_rows<Spec, block_q, 1>(thread, {q_tile}, {q}, {p.q_stride[2]}, p.len_q - tile.row0,
+                                                 aligned);
+#pragma unroll 1
+            for (int step = 0; step < steps; ++step, ++fill) {
+                const int key0 = step * block_k;
+                // One pass over a step's rows copies K and V when they share barriers; the
+                // separate passes K and V need otherwise measured slower at d=128 (301 / 385 /
+                // 400 TFLOP/s against 337 / 452 / 462 at Lk 2K / 8K / 16K).
+                if constexpr (kv_barriers == 1) {
+                    wait_released(keys, fill);
+                    fa_wgmma_load_rows<Spec, block_k, 2>(thread, {k_tile(fill % stages), v_tile(fill % stages)},
+                                                         {k + key0 * p.k_stride[2], v + key0 * p.v_stride[2]},
+                                                         {p.k_stride[2], p.v_stride[2]}, p.len_k - key0, aligned);
+                    arrive_loaded(keys, fill);
+                } else {
 #pragma unroll
-                for (int tensor = keys; tensor <= values; ++tensor) {
-                    if (step >= stages) fa_sm90_mbarrier_wait(empty(tensor, stage), (step / stages - 1) % 2);
-                    const bool is_k = tensor == keys;
-                    fa_wgmma_load_rows<Spec, block_k, 1>(thread, {is_k ? k_tile(stage) : v_tile(stage)},
-                                                         {is_k ? k + key0 * p.k_stride[2] : v + key0 * p.v_stride[2]},
-                                                         {is_k ? p.k_stride[2] : p.v_stride[2]}, p.len_k - key0,
-                                                         aligned);
-                    arrive_loaded(tensor, stage);
+                    for (int tensor = keys; tensor <= values; ++tensor) {
+                        wait_released(tensor, fill);
+                        const bool is_k = tensor == keys;
+                        fa_wgmma_load_rows<Spec, block_k, 1>(
+                            thread, {is_k ? k_tile(fill % stages) : v_tile(fill % stages)},
+                            {is_k ? k + key0 * p.k_stride[2] : v + key0 * p.v_stride[2]},
+                            {is_k ? p.k_stride[2] : p.v_stride[2]}, p.len_k - key0, aligned);
+                        arrive_loaded(tensor, fill);
+                    }
                 }
             }
         }
@@ -215,17 +254,10 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     }
     fa_sm90_raise_registers<layout::consumer_registers>();
 
-    const int my_row = row0 + 64 * group + 16 * (warp % 4) + lane / 4;  // and my_row + 8
-    float frame[2] = {fa_neg_inf(), fa_neg_inf()};
-    float sum[2] = {0.0f, 0.0f};
-    float out[head_dim / 2];
-#pragma unroll
-    for (int i = 0; i < head_dim / 2; ++i) out[i] = 0.0f;
-
     // Warpgroups take turns issuing their products, round robin: group g waits at named
     // barrier 1 + g for group g - 1 to pass it on. One group's softmax then runs while
     // the others' products do, instead of all waiting on the tensor cores at once. Every
-    // group walks every step of the block, so the turns pair up; the first is group 0's.
+    // group walks every step of every tile, so the turns pair up; the first is group 0's.
     const auto my_turn = [&] {
         if constexpr (groups > 1) fa_sm90_barrier_sync(1 + group, 256);
     };
@@ -236,16 +268,16 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
 
     // Waiters fence once for whatever they waited for; a warp releases through one
     // lane, after the wgmma wait that its whole warpgroup passed.
-    const auto wait_loaded = [&](int tensor, int step) {
-        fa_sm90_mbarrier_wait(full(tensor, step % stages), (step / stages) % 2);
+    const auto wait_loaded = [&](int tensor, int fill) {
+        fa_sm90_mbarrier_wait(full(tensor, fill), (fill / stages) % 2);
     };
-    const auto release = [&](int tensor, int step) {
-        if (lane == 0) fa_sm90_mbarrier_arrive(empty(tensor, step % stages));
+    const auto release = [&](unsigned int barrier) {
+        if (lane == 0) fa_sm90_mbarrier_arrive(barrier);
     };
     // S = Q K^T, committed as one group. Head dims 16s .. 16s+15 are chunks 2s, 2s+1:
     // column block s/4, 32(s%4) bytes in.
-    const auto issue_scores = [&](int step, float(&score)[block_k / 2]) {
-        const unsigned int k_stage = k_tile(step % stages);
+    const auto issue_scores = [&](int fill, float(&score)[block_k / 2]) {
+        const unsigned int k_stage = k_tile(fill % stages);
 #pragma unroll
         for (int s = 0; s < dim_slices; ++s) {
             const unsigned int column = (s / 4) * 128u, within = (s % 4) * 32u;
@@ -256,11 +288,12 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         }
         fa_sm90_commit();
     };
+    float out[head_dim / 2];
     // O += P V, committed as one group. Keys 16s .. 16s+15 are rows 16s.. of V; head
     // dims c*out_n.. start column block c*out_n/64, and the column blocks of one wgmma
     // are block_k rows apart.
-    const auto issue_output = [&](int step, const unsigned int(&probability)[key_slices][4]) {
-        const unsigned int v_stage = v_tile(step % stages);
+    const auto issue_output = [&](int fill, const unsigned int(&probability)[key_slices][4]) {
+        const unsigned int v_stage = v_tile(fill % stages);
 #pragma unroll
         for (int s = 0; s < key_slices; ++s)
 #pragma unroll
@@ -272,81 +305,101 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             }
         fa_sm90_commit();
     };
-    const float scale_log2 = p.scale * FAJIT_LOG2E;
-    // Masks, moves frames and turns S into unrounded P in place; returns whether O must
-    // be rescaled by `correction` before the next P V.
-    const auto softmax = [&](int step, float(&score)[block_k / 2], float(&correction)[2]) {
-        const int key0 = step * block_k;
-        const bool masked = key0 + block_k > unmasked_end;
-        int visible[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-            visible[h] = masked ? fa_visible_keys(Spec::causal, my_row + 8 * h, p.len_q, p.len_k) : 0;
-        float row_max[2];
-        const float multiplier = fa_sm80_tile_scores<key_tiles>(score, scale_log2, masked, visible, key0, row_max);
-        const bool moved = fa_sm80_tile_move_frames(p, my_row, margin_log2, row_max, frame, sum, correction);
-        fa_sm80_tile_exponentiate<key_tiles>(score, multiplier, frame, sum);
-        return __any_sync(0xffffffffu, moved);
-    };
     const auto rescale = [&](const float(&correction)[2]) {
 #pragma unroll
         for (int i = 0; i < head_dim / 2; ++i) out[i] *= correction[(i % 4) / 2];
     };
+    const float scale_log2 = p.scale * FAJIT_LOG2E;
 
-    // Step s's Q K^T is issued in the same turn as step s-1's P V, and step s's softmax
-    // runs while that P V does: step s's P is packed, and O rescaled, only after that
-    // P V is waited for, since the tensor cores read P and O from registers until then.
-    // The first Q K^T and the last P V are peeled out of the loop, so that no wgmma in
-    // it sits behind a condition (ptxas would serialize them all, advisory C7518).
-    float score[block_k / 2];
-    unsigned int probability[key_slices][4];
-    float correction[2];
-    bool moved = false;
-    if (steps > 0) {
-        wait_loaded(keys, 0);
-        fa_sm90_fence_shared_for_async();
-        my_turn();
-        fa_sm90_fence();
-        issue_scores(0, score);
-        pass_turn();
-        fa_sm90_wait<0>();
-        fa_sm90_hold(score);
-        if constexpr (kv_barriers == 2) release(keys, 0);
-        moved = softmax(0, score, correction);
-        fa_sm80_tile_pack<element, key_tiles>(score, probability);
-    }
+    int first_fill = 0;  // the fill of the tile's step 0
 #pragma unroll 1
-    for (int step = 1; step < steps; ++step) {
-        wait_loaded(keys, step);  // with one barrier pair a stage, its V too
-        if constexpr (kv_barriers == 2) wait_loaded(values, step - 1);
-        fa_sm90_fence_shared_for_async();
-        if (moved) rescale(correction);
-        my_turn();
-        fa_sm90_fence();
-        issue_scores(step, score);
-        issue_output(step - 1, probability);
-        pass_turn();
-        fa_sm90_wait<1>();
-        fa_sm90_hold(score);
-        if constexpr (kv_barriers == 2) release(keys, step);
-        moved = softmax(step, score, correction);
-        fa_sm90_wait<0>();
-        fa_sm90_hold(out);
-        fa_sm90_hold(score);
-        release(values, step - 1);
-        fa_sm80_tile_pack<element, key_tiles>(score, probability);
-    }
-    if (steps > 0) {
-        if constexpr (kv_barriers == 2) wait_loaded(values, steps - 1);
-        fa_sm90_fence_shared_for_async();
-        if (moved) rescale(correction);
-        fa_sm90_fence();
-        issue_output(steps - 1, probability);
-        fa_sm90_wait<0>();
-        fa_sm90_hold(out);
-        release(values, steps - 1);
+    for (int n = 0;; ++n) {
+        const fa_wgmma_tile tile = fa_wgmma_block_tile<Spec>(p, n);
+        if (!tile.valid) break;
+        const int steps = key_steps(tile);
+        const int unmasked_end = fa_visible_keys(Spec::causal, tile.row0, p.len_q, p.len_k);  // every row sees these
+        const int my_row = tile.row0 + 64 * group + 16 * (warp % 4) + lane / 4;  // and my_row + 8
+        float frame[2] = {fa_neg_inf(), fa_neg_inf()};
+        float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int i = 0; i < head_dim / 2; ++i) out[i] = 0.0f;
+
+        // Masks, moves frames and turns S into unrounded P in place; returns whether O
+        // must be rescaled by `correction` before the next P V.
+        const auto softmax = [&](int step, float(&score)[block_k / 2], float(&correction)[2]) {
+            const int key0 = step * block_k;
+            const bool masked = key0 + block_k > unmasked_end;
+            int visible[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                visible[h] = masked ? fa_visible_keys(Spec::causal, my_row + 8 * h, p.len_q, p.len_k) : 0;
+            float row_max[2];
+            const float multiplier =
+                fa_sm80_tile_scores<key_tiles>(score, scale_log2, masked, visible, key0, row_max);
+            const bool moved = fa_sm80_tile_move_frames(p, my_row, margin_log2, row_max, frame, sum, correction);
+            fa_sm80_tile_exponentiate<key_tiles>(score, multiplier, frame, sum);
+            return __any_sync(0xffffffffu, moved);
+        };
+
+        // Step s's Q K^T is issued in the same turn as step s-1's P V, and step s's softmax
+        // runs while that P V does: step s's P is packed, and O rescaled, only after that
+        // P V is waited for, since the tensor cores read P and O from registers until then.
+        // The first Q K^T and the last P V are peeled out of the loop, so that no wgmma in
+        // it sits behind a condition (ptxas would serialize them all, advisory C7518).
+        float score[block_k / 2];
+        unsigned int probability[key_slices][4];
+        float correction[2];
+        bool moved = false;
+        if (steps > 0) {
+            wait_loaded(keys, first_fill);  // and the tile's Q
+            fa_sm90_fence_shared_for_async();
+            my_turn();
+            fa_sm90_fence();
+            issue_scores(first_fill, score);
+            pass_turn();
+            fa_sm90_wait<0>();
+            fa_sm90_hold(score);
+            if constexpr (kv_barriers == 2) release(empty(keys, first_fill));
+            if (steps == 1) release(q_empty);
+            moved = softmax(0, score, correction);
+            fa_sm80_tile_pack<element, key_tiles>(score, probability);
+        }
+#pragma unroll 1
+        for (int step = 1; step < steps; ++step) {
+            const int fill = first_fill + step;
+            wait_loaded(keys, fill);  // with one barrier pair a stage, its V too
+            if constexpr (kv_barriers == 2) wait_loaded(values, fill - 1);
+            fa_sm90_fence_shared_for_async();
+            if (moved) rescale(correction);
+            my_turn();
+            fa_sm90_fence();
+            issue_scores(fill, score);
+            issue_output(fill - 1, probability);
+            pass_turn();
+            fa_sm90_wait<1>();
+            fa_sm90_hold(score);
+            if constexpr (kv_barriers == 2) release(empty(keys, fill));
+            if (step == steps - 1) release(q_empty);
+            moved = softmax(step, score, correction);
+            fa_sm90_wait<0>();
+            fa_sm90_hold(out);
+            fa_sm90_hold(score);
+            release(empty(values, fill - 1));
+            fa_sm80_tile_pack<element, key_tiles>(score, probability);
+        }
+        if (steps > 0) {
+            const int fill = first_fill + steps - 1;
+            if constexpr (kv_barriers == 2) wait_loaded(values, fill);
+            fa_sm90_fence_shared_for_async();
+            if (moved) rescale(correction);
+            fa_sm90_fence();
+            issue_output(fill, probability);
+            fa_sm90_wait<0>();
+            fa_sm90_hold(out);
+            release(empty(values, fill));
+        }
+        first_fill += steps;
+        fa_sm80_tile_store<element, head_dim / 8>(p, tile.batch, tile.head, my_row, out, frame, sum);
     }
     if (group == 0) my_turn();  // takes the last group's last pass, so no arrival outlives the block
-
-    fa_sm80_tile_store<element, head_dim / 8>(p, batch, head, my_row, out, frame, sum);
 }

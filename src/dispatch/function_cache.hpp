@@ -19,6 +19,7 @@ namespace fajit {
 struct ResolvedVariant {
     KernelSpec spec;       // what runs, after any fallback
     LoadedKernel* kernel;  // owned by the runtime, which outlives the cache
+    int compute_units;     // of the device, for the launch geometry
 };
 
 class FunctionCache {

@@ -29,25 +29,33 @@ unsigned family_shared_bytes(const KernelSpec& spec) {
         }
         case Family::wgmma_sm90: {
             // Mirrors fa_wgmma_layout in kernel_templates/fa_wgmma_sm90.h: Q plus `stages`
-            // K and V buffers of unpadded swizzled rows, room for four 8-byte mbarriers a stage,
-            // and 1024 bytes to align the start.
+            // K and V buffers of unpadded swizzled rows, four 8-byte mbarriers a stage and
+            // one for Q, and 1024 bytes to align the start.
             const unsigned row_bytes = 2u * static_cast<unsigned>(spec.head_dim);
             const unsigned q_bytes = row_bytes * static_cast<unsigned>(spec.block_q);
             const unsigned stage_bytes = 2u * row_bytes * static_cast<unsigned>(spec.block_k);
-            const unsigned stages_that_fit = (227u * 1024u - 1024u - 128u - q_bytes) / stage_bytes;
+            const unsigned stages_that_fit = (227u * 1024u - 1024u - 8u * (4u * 4u + 1u) - q_bytes) / stage_bytes;
             const unsigned stages = std::clamp(stages_that_fit, 2u, 4u);  // under 2, validation refuses the bytes
-            return q_bytes + stages * stage_bytes + 32u * stages + 1024u;
+            return q_bytes + stages * stage_bytes + 32u * stages + 8u + 1024u;
         }
     }
     return 0;
 }
 
-LaunchShape launch_shape(const KernelSpec& spec, const AttentionArgs& args) {
-    // Every family tiles queries by block_q rows, one block per (tile, head, batch).
+LaunchShape launch_shape(const KernelSpec& spec, const AttentionArgs& args, int compute_units) {
+    // Every family tiles queries by block_q rows, one block per (tile, head, batch),
+    // except wgmma-sm90: its blocks are persistent, one per multiprocessor, each walking
+    // query tiles in turn (fa_wgmma_block_tile).
     LaunchShape shape;
-    shape.grid[0] = static_cast<unsigned>((args.len_q + spec.block_q - 1) / spec.block_q);
+    const unsigned query_tiles = static_cast<unsigned>((args.len_q + spec.block_q - 1) / spec.block_q);
+    shape.grid[0] = query_tiles;
     shape.grid[1] = static_cast<unsigned>(args.heads_q);
     shape.grid[2] = static_cast<unsigned>(args.batch);
+    if (spec.family == Family::wgmma_sm90) {
+        const unsigned tiles = query_tiles * shape.grid[1] * shape.grid[2];
+        shape.grid[0] = compute_units > 0 ? std::min(tiles, static_cast<unsigned>(compute_units)) : tiles;
+        shape.grid[1] = shape.grid[2] = 1;
+    }
     shape.block[0] = static_cast<unsigned>(spec.waves * wave_size(spec.arch));
     // wgmma-sm90's waves are its consumers; a producer warpgroup of 128 threads copies
     // for them (fa_wgmma_layout::threads).

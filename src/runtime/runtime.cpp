@@ -41,9 +41,11 @@ std::filesystem::path failed_variants_directory(const Options& options) {
     return options.cache_dir / "failed-variants";
 }
 
-void launch(const KernelSpec& spec, LoadedKernel& kernel, const AttentionArgs& args, void* stream) {
+void launch(const KernelSpec& spec, LoadedKernel& kernel, int compute_units, const AttentionArgs& args,
+            void* stream) {
     const KernelArguments arguments = make_kernel_arguments(args);
-    if (auto error = kernel.launch(launch_shape(spec, args), &arguments, sizeof arguments, stream); !error.empty())
+    if (auto error = kernel.launch(launch_shape(spec, args, compute_units), &arguments, sizeof arguments, stream);
+        !error.empty())
         throw Error(ErrorKind::launch_failed, "launching " + to_string(spec) + ": " + error);
 }
 
@@ -154,7 +156,8 @@ struct Runtime::State {
     const ResolvedVariant* resolve(std::uint64_t key, const ShapeClass& shape, int ordinal) {
         std::lock_guard lock(mutex);
         if (const ResolvedVariant* found = functions.find(key)) return found;
-        const std::string arch = device(ordinal).arch;
+        const DeviceInfo& info = device(ordinal);
+        const std::string& arch = info.arch;
         const Selection selection = select_variant(arch, shape, options);
         if (!selection.fallback_reason.empty()) {
             if (options.strict && !selection.forced)
@@ -169,7 +172,7 @@ struct Runtime::State {
             spec = fallback_spec(shape, arch);
             kernel = &load(ordinal, spec);
         }
-        return functions.insert(key, {std::move(spec), kernel});
+        return functions.insert(key, {std::move(spec), kernel, info.compute_units});
     }
 };
 
@@ -222,7 +225,7 @@ void Runtime::attention(const AttentionArgs& args, void* stream) {
     const std::uint64_t key = dispatch_key(args.device, shape);
     const ResolvedVariant* variant = state_->functions.find(key);
     if (!variant) variant = state_->resolve(key, shape, args.device);
-    launch(variant->spec, *variant->kernel, args, stream);
+    launch(variant->spec, *variant->kernel, variant->compute_units, args, stream);
 }
 
 void Runtime::run(const KernelSpec& spec, const AttentionArgs& args, void* stream) {
@@ -231,12 +234,13 @@ void Runtime::run(const KernelSpec& spec, const AttentionArgs& args, void* strea
         throw std::invalid_argument("spec " + to_string(spec) +
                                     " does not match the arguments' head_dim, dtype or causal");
     LoadedKernel* kernel = nullptr;
+    int compute_units = 0;
     {
         std::lock_guard lock(state_->mutex);
-        state_->device(args.device);
+        compute_units = state_->device(args.device).compute_units;
         kernel = &state_->load(args.device, spec);
     }
-    launch(spec, *kernel, args, stream);
+    launch(spec, *kernel, compute_units, args, stream);
 }
 
 }  // namespace fajit

@@ -85,7 +85,7 @@ void check_no_spills(const std::vector<KernelSpec>& specs, const Backend& backen
             // The kernel moves registers between its warpgroups assuming it starts with
             // all the launch bounds leave (fa_wgmma_layout::launch_registers); with fewer,
             // its consumers would wait forever for registers.
-            const int threads = static_cast<int>(launch_shape(specs[i], AttentionArgs{}).block[0]);
+            const int threads = static_cast<int>(launch_shape(specs[i], AttentionArgs{}, 0).block[0]);
             CHECK_MESSAGE(report.registers == std::min(240, 65536 / threads / 8 * 8), name, ": ", report.log);
         }
         // ptxas serialized the kernel's wgmma instructions (advisories C7518, a wgmma

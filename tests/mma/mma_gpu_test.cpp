@@ -155,7 +155,52 @@ void check_ramp(Family family) {
     CHECK(kept[0] < kept[2]);
 }
 
+// wgmma-sm90's blocks are persistent: the grid has one block per multiprocessor and each
+// walks several query tiles, reusing its shared buffers and barriers. Shapes with more
+// tiles than the device has multiprocessors, including tiles whose rows see no key
+// (bottom-right with fewer keys than queries) and the two-stage d=256 path.
+void check_persistent_tiles() {
+    struct Case {
+        int head_dim, len_q, len_k;
+        CausalMode causal;
+    };
+    const Case cases[] = {{64, 1000, 300, CausalMode::bottom_right},
+                          {128, 1000, 300, CausalMode::bottom_right},
+                          {256, 1000, 300, CausalMode::bottom_right},
+                          {128, 1000, 600, CausalMode::none},
+                          {128, 1000, 1000, CausalMode::top_left}};
+    const int multiprocessors = gpu_test_runtime().devices().front().compute_units;
+    for (const Case& c : cases) {
+        CaseShape shape;
+        shape.batch = 2;
+        shape.heads_q = 12;
+        shape.heads_kv = 4;
+        shape.len_q = c.len_q;
+        shape.len_k = c.len_k;
+        shape.head_dim = c.head_dim;
+        shape.dtype = DType::bf16;
+        shape.causal = c.causal;
+        shape.layout = Layout::bshd;
+        const KernelSpec spec =
+            family_spec(Family::wgmma_sm90, gpu_test_arch(), c.head_dim, shape.dtype, c.causal, 10.0f);
+        const int tiles = shape.batch * shape.heads_q * ((shape.len_q + spec.block_q - 1) / spec.block_q);
+        CHECK_MESSAGE(tiles > multiprocessors, tiles, " tiles do not outnumber ", multiprocessors,
+                      " multiprocessors: the case would not walk several tiles per block");
+        const CaseInputs inputs = random_inputs(shape, 5);
+        const auto run = run_on_device(gpu_test_runtime(), spec, shape, inputs);
+        const auto result = compare(shape, run.outputs, reference_attention(shape, inputs),
+                                    output_tolerance(shape, inputs, unit_roundoff(shape.dtype)));
+        std::printf("persistent %s: %d tiles on %d blocks, max abs error %.3g\n", shape.describe().c_str(), tiles,
+                    multiprocessors, result.max_error);
+        CHECK_MESSAGE(result.bad_elements == 0, to_string(spec), " ", shape.describe(), ": ", result.first_bad);
+    }
+}
+
 }  // namespace
+
+TEST_CASE("wgmma-sm90 blocks walk several query tiles each and still match the reference") {
+    if (!skip_unless_runs(Family::wgmma_sm90)) check_persistent_tiles();
+}
 
 TEST_CASE(
     "mma-sm80 matches the f64 reference and the scalar kernel over head dims, dtypes, causal modes, GQA, "

@@ -223,7 +223,7 @@ TEST_CASE("wmma-gfx11 launch geometry: dynamic shared memory on NVIDIA, static L
     args.heads_q = 8;
     args.len_q = 1000;
     const auto nvidia = wmma_spec("sm_90a", 256, DType::bf16, {2, 32}, 10.0f, CausalMode::none);
-    const auto shape = launch_shape(nvidia, args);
+    const auto shape = launch_shape(nvidia, args, 0);
     CHECK(shape.grid[0] == 32);  // ceil(1000 / 32)
     CHECK(shape.grid[1] == 8);
     CHECK(shape.grid[2] == 2);
@@ -232,12 +232,12 @@ TEST_CASE("wmma-gfx11 launch geometry: dynamic shared memory on NVIDIA, static L
     CHECK(shape.shared_bytes > 48 * 1024);  // the case that needs the opt-in on NVIDIA
     auto amd = nvidia;
     amd.arch = "gfx1151";
-    CHECK(launch_shape(amd, args).shared_bytes == 0);
+    CHECK(launch_shape(amd, args, 0).shared_bytes == 0);
 
     KernelSpec scalar;
     scalar.arch = "sm_90a";
     scalar = with_family_defaults(scalar);
-    CHECK(launch_shape(scalar, args).shared_bytes == 0);
+    CHECK(launch_shape(scalar, args, 0).shared_bytes == 0);
     CHECK(family_shared_bytes(scalar) == 0);
 }
 
