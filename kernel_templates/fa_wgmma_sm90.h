@@ -274,16 +274,20 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     const auto release = [&](unsigned int barrier) {
         if (lane == 0) fa_sm90_mbarrier_arrive(barrier);
     };
+    // Every operand's descriptor is one of these moved by a byte offset.
+    const unsigned long long my_q = fa_sm90_descriptor(q_tile + 64u * 128u * group, 16, 1024);
+    const unsigned long long first_k = fa_sm90_descriptor(k_tile(0), 16, 1024);
+    const unsigned long long first_v = fa_sm90_descriptor(v_tile(0), block_k * 128u, 1024);
+    const auto stage_bytes = [&](int fill) { return static_cast<unsigned int>(fill % stages) * 2u * layout::kv_bytes; };
     // S = Q K^T, committed as one group. Head dims 16s .. 16s+15 are chunks 2s, 2s+1:
     // column block s/4, 32(s%4) bytes in.
     const auto issue_scores = [&](int fill, float(&score)[block_k / 2]) {
-        const unsigned int k_stage = k_tile(fill % stages);
+        const unsigned long long k_stage = fa_sm90_descriptor_plus(first_k, stage_bytes(fill));
 #pragma unroll
         for (int s = 0; s < dim_slices; ++s) {
             const unsigned int column = (s / 4) * 128u, within = (s % 4) * 32u;
-            const unsigned long long a =
-                fa_sm90_descriptor(q_tile + column * block_q + 64u * 128u * group + within, 16, 1024);
-            const unsigned long long b = fa_sm90_descriptor(k_stage + column * block_k + within, 16, 1024);
+            const unsigned long long a = fa_sm90_descriptor_plus(my_q, column * block_q + within);
+            const unsigned long long b = fa_sm90_descriptor_plus(k_stage, column * block_k + within);
             fa_sm90_wgmma_ss<element, block_k>(score, a, b, s > 0);
         }
         fa_sm90_commit();
@@ -293,13 +297,13 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     // dims c*out_n.. start column block c*out_n/64, and the column blocks of one wgmma
     // are block_k rows apart.
     const auto issue_output = [&](int fill, const unsigned int(&probability)[key_slices][4]) {
-        const unsigned int v_stage = v_tile(fill % stages);
+        const unsigned long long v_stage = fa_sm90_descriptor_plus(first_v, stage_bytes(fill));
 #pragma unroll
         for (int s = 0; s < key_slices; ++s)
 #pragma unroll
             for (int c = 0; c < out_chunks; ++c) {
-                const unsigned long long b = fa_sm90_descriptor(
-                    v_stage + (c * out_n / 64) * block_k * 128u + s * 16u * 128u, block_k * 128u, 1024);
+                const unsigned long long b =
+                    fa_sm90_descriptor_plus(v_stage, (c * out_n / 64) * block_k * 128u + s * 16u * 128u);
                 fa_sm90_wgmma_rs<element, out_n>(*reinterpret_cast<float(*)[out_n / 2]>(&out[c * out_n / 2]),
                                                  probability[s], b);
             }

@@ -568,6 +568,15 @@ FAJIT_DEVICE unsigned long long fa_sm90_descriptor(unsigned int shared, unsigned
            static_cast<unsigned long long>((stride_bytes >> 4) & 0x3fffu) << 32 | 1ull << 62;  // 1: 128-byte swizzle
 }
 
+// The descriptor of the operand `bytes` further into shared memory. The address field
+// is the low 14 bits in 16-byte units and every shared address of a block fits it, so
+// the low word takes the sum without a carry: one add per wgmma operand, where a fresh
+// descriptor costs about five instructions.
+FAJIT_DEVICE unsigned long long fa_sm90_descriptor_plus(unsigned long long descriptor, unsigned int bytes) {
+    const unsigned int low = static_cast<unsigned int>(descriptor) + (bytes >> 4);
+    return (descriptor & 0xffffffff00000000ull) | low;
+}
+
 // Orders this thread's register writes before the next wgmma reads them, and is
 // needed before the first wgmma of a sequence.
 FAJIT_DEVICE void fa_sm90_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
