@@ -1,7 +1,8 @@
 // fa_wgmma_sm90: flash attention on Hopper's warpgroup MMA (wgmma, sm_90a only).
 // A block is Spec::waves / 4 consumer warpgroups of 128 threads and one producer
-// warpgroup. Consumer warpgroup w owns query rows 64w .. 64w+63 of the block's
-// Spec::block_q, each of its warps 16 of them, held in the accumulator layout the
+// warpgroup; blocks are persistent and walk query tiles of Spec::block_q rows (see
+// fa_wgmma_block_tile). Consumer warpgroup w owns rows 64w .. 64w+63 of the current
+// tile, each of its warps 16 of them, held in the accumulator layout the
 // prelude describes: the one mma-sm80 uses, so both families run the same softmax code.
 //
 // Per key step of Spec::block_k keys, for each consumer warpgroup:
@@ -22,9 +23,9 @@
 //
 // The rescale margin and masking only on steps that reach past the first row's visible
 // keys work as in fa_mma_sm80.h, through the same prelude functions. Causal skipping
-// is per block: every warpgroup walks every step the block's last row needs (so their
+// is per tile: every warpgroup walks every step the tile's last row needs (so their
 // turns pair up), which costs the first groups some fully masked work on the diagonal
-// block only.
+// step only.
 //
 // Shared memory (dynamic; bytes computed the same way in launch_geometry.cpp): Q, then
 // `stages` K, V buffer pairs, each in the prelude's 128-byte swizzle and 1024-byte
