@@ -234,14 +234,11 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             const int kv_head = tile.head / (p.heads_q / p.heads_kv);
             const element* q = static_cast<const element*>(p.q) + tile.batch * p.q_stride[0] +
                                tile.head * p.q_stride[1] + tile.row0 * p.q_stride[2];
-            const element* k =
-                static_cast<const element*>(p.k) + tile.batch * p.k_stride[0] + kv_head * p.k_stride[1];
-            const element* v =
-                static_cast<const element*>(p.v) + tile.batch * p.v_stride[0] + kv_head * p.v_stride[1];
+            const element* k = static_cast<const element*>(p.k) + tile.batch * p.k_stride[0] + kv_head * p.k_stride[1];
+            const element* v = static_cast<const element*>(p.v) + tile.batch * p.v_stride[0] + kv_head * p.v_stride[1];
             if (q_fills > 0) fa_sm90_mbarrier_wait(q_empty, (q_fills - 1) % 2);
             ++q_fills;
-            fa_wgmma_load_rows<Spec, block_q, 1>(thread, {q_tile}, {q}, {p.q_stride[2]}, p.len_q - tile.row0,
-                                                 aligned);
+            fa_wgmma_load_rows<Spec, block_q, 1>(thread, {q_tile}, {q}, {p.q_stride[2]}, p.len_q - tile.row0, aligned);
 #pragma unroll 1
             for (int step = 0; step < steps; ++step, ++fill) {
                 const int key0 = step * block_k;
@@ -341,7 +338,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         if (!tile.valid) break;
         const int steps = key_steps(tile);
         const int unmasked_end = fa_visible_keys(Spec::causal, tile.row0, p.len_q, p.len_k);  // every row sees these
-        const int my_row = tile.row0 + 64 * group + 16 * (warp % 4) + lane / 4;  // and my_row + 8
+        const int my_row = tile.row0 + 64 * group + 16 * (warp % 4) + lane / 4;               // and my_row + 8
         float frame[2] = {fa_neg_inf(), fa_neg_inf()};
         float sum[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -357,8 +354,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             for (int h = 0; h < 2; ++h)
                 visible[h] = masked ? fa_visible_keys(Spec::causal, my_row + 8 * h, p.len_q, p.len_k) : 0;
             float row_max[2];
-            const float multiplier =
-                fa_sm80_tile_scores<key_tiles>(score, scale_log2, masked, visible, key0, row_max);
+            const float multiplier = fa_sm80_tile_scores<key_tiles>(score, scale_log2, masked, visible, key0, row_max);
             const bool moved = fa_sm80_tile_move_frames(p, my_row, margin_log2, row_max, frame, sum, correction);
             fa_sm80_tile_exponentiate<key_tiles>(score, multiplier, frame, sum);
             return __any_sync(0xffffffffu, moved);

@@ -41,8 +41,7 @@ std::filesystem::path failed_variants_directory(const Options& options) {
     return options.cache_dir / "failed-variants";
 }
 
-void launch(const KernelSpec& spec, LoadedKernel& kernel, int compute_units, const AttentionArgs& args,
-            void* stream) {
+void launch(const KernelSpec& spec, LoadedKernel& kernel, int compute_units, const AttentionArgs& args, void* stream) {
     const KernelArguments arguments = make_kernel_arguments(args);
     if (auto error = kernel.launch(launch_shape(spec, args, compute_units), &arguments, sizeof arguments, stream);
         !error.empty())

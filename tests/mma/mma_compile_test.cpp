@@ -192,3 +192,23 @@ TEST_CASE("wgmma-sm90 validation: sm_90a only, its head dims and its tiles") {
         CHECK_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
     }
 }
+
+TEST_CASE("wgmma-sm90 launch geometry: one persistent block per multiprocessor, never more blocks than tiles") {
+    const KernelSpec spec = family_spec(Family::wgmma_sm90, "sm_90a", 128, DType::f16, CausalMode::bottom_right, 10.0f);
+    AttentionArgs args;
+    args.batch = 2;
+    args.heads_q = 32;
+    args.len_q = 2000;  // 16 query tiles of 128 rows: 1024 tiles in all
+    const LaunchShape persistent = launch_shape(spec, args, 132);
+    CHECK(persistent.grid[0] == 132);
+    CHECK(persistent.grid[1] == 1);
+    CHECK(persistent.grid[2] == 1);
+    CHECK(persistent.block[0] == 8 * 32 + 128);  // the consumers' waves and the producer warpgroup
+    CHECK(persistent.shared_bytes == family_shared_bytes(spec));
+
+    args.batch = 1;
+    args.heads_q = 4;
+    args.len_q = 300;  // 3 query tiles a head: 12 tiles
+    CHECK(launch_shape(spec, args, 132).grid[0] == 12);
+    CHECK(launch_shape(spec, args, 0).grid[0] == 12);  // no multiprocessor count: a block per tile
+}

@@ -128,8 +128,7 @@ int run_device(long calls) {
     const double launch = nanoseconds_per_call(
         [&] {
             const fajit::KernelArguments arguments = fajit::make_kernel_arguments(args);
-            if (auto error = raw->launch(shape, &arguments, sizeof arguments, nullptr);
-                !error.empty())
+            if (auto error = raw->launch(shape, &arguments, sizeof arguments, nullptr); !error.empty())
                 std::fprintf(stderr, "raw launch: %s\n", error.c_str());
         },
         calls, settle);
