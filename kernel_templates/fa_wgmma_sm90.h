@@ -144,7 +144,7 @@ FAJIT_DEVICE fa_wgmma_tile fa_wgmma_block_tile(const fa_params& p, int n) {
 // Persistent: the grid is at most one block per multiprocessor (launch_geometry.cpp),
 // and each block walks its query tiles in turn. The producer fills the next tile's Q and
 // first K, V while the consumers finish the last steps of a tile and store it, so a
-// tile's start costs no launch and no wait for its first loads.
+// tile starts with no launch and with its first copies already under way.
 template <class Spec>
 __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm90(fa_params p) {
     using element = typename Spec::element;
@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     const int lane = static_cast<int>(threadIdx.x) % 32;
     const int warp = static_cast<int>(threadIdx.x) / 32;
     const int group = warp / 4;
-    // Keys of a tile: `steps` steps, every row seeing the first `unmasked_end`.
+    // A tile's key steps: as many as its last row needs.
     const auto key_steps = [&](const fa_wgmma_tile& tile) {
         const int rows_here = min(block_q, p.len_q - tile.row0);
         return (fa_visible_keys(Spec::causal, tile.row0 + rows_here - 1, p.len_q, p.len_k) + block_k - 1) / block_k;
