@@ -79,7 +79,7 @@ int run_fake(long calls, int threads) {
     const fajit::KernelSpec spec = runtime.select(args);
     const fajit::CompiledKernel compiled = runtime.prepare(spec);
     const auto raw = backend.load(0, compiled.code, compiled.lowered_name);
-    const fajit::LaunchShape shape = fajit::launch_shape(spec, args, backend.devices().front().compute_units);
+    const int compute_units = backend.devices().front().compute_units;
     const auto nothing = [] {};
 
     std::vector<double> attention(threads), launch(threads);
@@ -90,7 +90,7 @@ int run_fake(long calls, int threads) {
             launch[t] = nanoseconds_per_call(
                 [&] {
                     const fajit::KernelArguments arguments = fajit::make_kernel_arguments(args);
-                    raw->launch(shape, &arguments, sizeof arguments, nullptr);
+                    raw->launch(fajit::launch_shape(spec, args, compute_units), &arguments, sizeof arguments, nullptr);
                 },
                 calls, nothing);
         });
@@ -122,13 +122,15 @@ int run_device(long calls) {
             raw = backend->load(0, compiled.code, compiled.lowered_name);
             break;
         }
-    const fajit::LaunchShape shape = fajit::launch_shape(spec, args, runtime.devices().front().compute_units);
+    const int compute_units = runtime.devices().front().compute_units;
     const auto settle = [&] { device.synchronize(); };
     const double attention = nanoseconds_per_call([&] { runtime.attention(args, nullptr); }, calls, settle);
     const double launch = nanoseconds_per_call(
         [&] {
             const fajit::KernelArguments arguments = fajit::make_kernel_arguments(args);
-            if (auto error = raw->launch(shape, &arguments, sizeof arguments, nullptr); !error.empty())
+            if (auto error =
+                    raw->launch(fajit::launch_shape(spec, args, compute_units), &arguments, sizeof arguments, nullptr);
+                !error.empty())
                 std::fprintf(stderr, "raw launch: %s\n", error.c_str());
         },
         calls, settle);
