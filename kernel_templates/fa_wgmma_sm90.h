@@ -40,13 +40,11 @@ template <class Spec>
 struct fa_wgmma_layout {
     // As many K, V buffers as fit (up to 4) beside Q in an sm_90's 227 KiB, counting
     // the mbarriers and alignment slack; launch_geometry.cpp computes the same.
-    static constexpr int barrier_bytes = 8 * (4 * 4 + 1);  // four a stage, at most 4 stages, and Q's
-    static constexpr int stages_that_fit =
-        (227 * 1024 - 1024 - barrier_bytes - Spec::block_q * Spec::head_dim * 2) / (4 * Spec::block_k * Spec::head_dim);
-    static constexpr int stages = stages_that_fit < 2 ? 2 : stages_that_fit > 4 ? 4 : stages_that_fit;
-
     static constexpr int q_bytes = Spec::block_q * Spec::head_dim * 2;
     static constexpr int kv_bytes = Spec::block_k * Spec::head_dim * 2;
+    static constexpr int barrier_bytes = 8 * (4 * 4 + 1);  // four a stage, at most 4 stages, and Q's
+    static constexpr int stages_that_fit = (227 * 1024 - 1024 - barrier_bytes - q_bytes) / (2 * kv_bytes);
+    static constexpr int stages = stages_that_fit < 2 ? 2 : stages_that_fit > 4 ? 4 : stages_that_fit;
     static constexpr int tile_bytes = q_bytes + 2 * stages * kv_bytes;  // then the mbarriers
     static constexpr int alignment = 1024;
 
