@@ -21,7 +21,8 @@
 // A warp in which no row moves skips the O rescale entirely, which is what a margin
 // buys: once a row's largest scores have been seen, later steps rarely move it.
 //
-// Shared memory (dynamic; bytes computed the same way in launch_geometry.cpp):
+// Shared memory (dynamic): the host picks the stage count and reserves the bytes
+// (src/families/mma_sm80.cpp); fa_mma_layout derives the offsets and checks the bytes:
 //   Q        block_q rows, loaded once;
 //   K, V     `stages` buffers of block_k rows each, filled by cp.async: while the
 //            block computes step j, steps j+1 .. j+stages-1 are in flight.
@@ -46,11 +47,11 @@ template <class Spec>
 struct fa_mma_layout {
     static constexpr int chunks = Spec::head_dim / 8;  // 16-byte chunks per row
     static constexpr int row_chunks = chunks + 1;
-    // Head dim 64 tiles are small enough for a third buffer at two blocks per SM.
-    static constexpr int stages = Spec::head_dim <= 64 ? 3 : 2;
+    static constexpr int stages = Spec::kv_stages;
     static constexpr int q_bytes = Spec::block_q * row_chunks * 16;
     static constexpr int kv_bytes = Spec::block_k * row_chunks * 16;
     static constexpr int bytes = q_bytes + 2 * stages * kv_bytes;
+    static_assert(bytes <= Spec::shared_bytes, "the host reserves less shared memory than fa_mma_layout uses");
 
     static FAJIT_DEVICE unsigned int offset(int row, int chunk) {
         return static_cast<unsigned int>(row * row_chunks + chunk) * 16u;
@@ -80,7 +81,7 @@ FAJIT_DEVICE void fa_mma_load_rows(const unsigned int (&tile)[count],
         const bool valid = row < valid_rows;
 #pragma unroll
         for (int c = 0; c < count; ++c) {
-            fa_sm80_copy_chunk(tile[c] + offset + pass * layout::offset(rows_per_pass, 0),
+            fa_nv_copy_chunk(tile[c] + offset + pass * layout::offset(rows_per_pass, 0),
                               first[c] + (valid ? element_offset[c] : 0), valid, aligned);
             element_offset[c] += rows_per_pass * row_stride[c];
         }
@@ -107,7 +108,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
 
     extern __shared__ __align__(128) unsigned char fa_mma_shared[];
-    const unsigned int shared = fa_sm80_shared_address(fa_mma_shared);
+    const unsigned int shared = fa_nv_shared_address(fa_mma_shared);
     const unsigned int q_tile = shared;
     const auto k_tile = [&](int stage) { return shared + layout::q_bytes + 2u * stage * layout::kv_bytes; };
     const auto v_tile = [&](int stage) { return k_tile(stage) + layout::kv_bytes; };
@@ -126,7 +127,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     const element* k = static_cast<const element*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[1];
     const element* v = static_cast<const element*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
     const bool aligned =
-        fa_sm80_aligned16(p.q, p.q_stride) && fa_sm80_aligned16(p.k, p.k_stride) && fa_sm80_aligned16(p.v, p.v_stride);
+        fa_nv_aligned16(p.q, p.q_stride) && fa_nv_aligned16(p.k, p.k_stride) && fa_nv_aligned16(p.v, p.v_stride);
 
     const int rows_here = min(block_q, p.len_q - row0);
     const int key_end = fa_visible_keys(Spec::causal, row0 + rows_here - 1, p.len_q, p.len_k);
@@ -149,7 +150,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
 #pragma unroll
     for (int step = 0; step < stages - 1; ++step) {
         if (step < steps) load_step(step);
-        fa_sm80_cp_async_commit();
+        fa_nv_cp_async_commit();
     }
 
     // This lane's rows: g and g+8 of each of its row tiles.
@@ -179,10 +180,10 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
 
     const float scale_log2 = p.scale * FAJIT_LOG2E;
     for (int step = 0; step < steps; ++step) {
-        fa_sm80_cp_async_wait<stages - 2>();
+        fa_nv_cp_async_wait<stages - 2>();
         __syncthreads();  // step's tiles visible to all; the buffer refilled below is free
         if (step + stages - 1 < steps) load_step(step + stages - 1);
-        fa_sm80_cp_async_commit();
+        fa_nv_cp_async_commit();
 
         if constexpr (q_in_registers)
             if (step == 0)
@@ -242,8 +243,8 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
             for (int h = 0; h < 2; ++h)
                 visible[h] = masked ? fa_visible_keys(Spec::causal, row + 8 * h, p.len_q, p.len_k) : 0;
             float row_max[2];
-            multiplier[m] = fa_sm80_tile_scores<key_tiles>(score[m], scale_log2, masked, visible, key0, row_max);
-            any_moved |= fa_sm80_tile_move_frames(p, row, margin_log2, row_max, frame[m], sum[m], correction[m]);
+            multiplier[m] = fa_m16n8_scores<key_tiles>(score[m], scale_log2, masked, visible, key0, row_max);
+            any_moved |= fa_m16n8_move_frames(p, row, margin_log2, row_max, frame[m], sum[m], correction[m]);
         }
         if (__any_sync(0xffffffffu, any_moved))
 #pragma unroll
@@ -252,8 +253,8 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
                 for (int i = 0; i < 4 * dim_tiles; ++i) out[m][i] *= correction[m][(i % 4) / 2];
 #pragma unroll
         for (int m = 0; m < m_tiles; ++m) {
-            fa_sm80_tile_exponentiate<key_tiles>(score[m], multiplier[m], frame[m], sum[m]);
-            fa_sm80_tile_pack<element, key_tiles>(score[m], probability[m]);
+            fa_m16n8_exponentiate<key_tiles>(score[m], multiplier[m], frame[m], sum[m]);
+            fa_m16n8_pack<element, key_tiles>(score[m], probability[m]);
         }
 
 #pragma unroll
@@ -271,9 +272,9 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
                 }
             }
     }
-    fa_sm80_cp_async_wait<0>();  // no copy may still target shared memory at exit
+    fa_nv_cp_async_wait<0>();  // no copy may still target shared memory at exit
 
 #pragma unroll
     for (int m = 0; m < m_tiles; ++m)
-        fa_sm80_tile_store<element, dim_tiles>(p, batch, head, warp_row0 + 16 * m + g, out[m], frame[m], sum[m]);
+        fa_m16n8_store<element, dim_tiles>(p, batch, head, warp_row0 + 16 * m + g, out[m], frame[m], sum[m]);
 }

@@ -17,6 +17,7 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa_par
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
 
     __shared__ float query_rows[Spec::waves][head_dim];
+    static_assert(sizeof(query_rows) <= Spec::shared_bytes, "the host counts less shared memory than fa_scalar uses");
 
     const int lane = threadIdx.x % lanes;
     const int wave = threadIdx.x / lanes;
@@ -59,16 +60,11 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa_par
             }
             step_max = fa_wave_max(step_max);
 
-            // Deferred rescale: move the frame only when this step's maximum exceeds it
-            // by more than the margin, so exp(score - frame) stays below exp(margin).
-            if (step_max > frame + margin_log2) {
-                if (frame != fa_neg_inf()) fa_count(p, FA_COUNT_FRAME_MOVES);
-                const float correction = fa_exp2(frame - step_max);
-                frame = step_max;
+            // Deferred rescale: the whole wave takes the row's decision; lane 0 reports it.
+            float correction;
+            if (fa_rescale_frame(p, step_max, margin_log2, frame, correction, lane == 0)) {
                 lane_sum *= correction;
                 for (int c = 0; c < dims_per_lane; ++c) out[c] *= correction;
-            } else {
-                fa_count(p, FA_COUNT_FRAME_KEPT);
             }
 
             for (int t = 0; t < keys_per_lane; ++t) {

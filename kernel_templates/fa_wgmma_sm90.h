@@ -27,7 +27,8 @@
 // turns pair up), which costs the first groups some fully masked work on the diagonal
 // step only.
 //
-// Shared memory (dynamic; bytes computed the same way in launch_geometry.cpp): Q, then
+// Shared memory (dynamic; the host picks the stage count and reserves the bytes,
+// src/families/wgmma_sm90.cpp, and fa_wgmma_layout checks them): Q, then
 // `stages` K, V buffer pairs, each in the prelude's 128-byte swizzle and 1024-byte
 // aligned (the allocation carries 1024 bytes of slack for aligning its start), then
 // full and empty mbarriers for each stage's K and V, and one that frees Q. The producer
@@ -38,15 +39,14 @@
 
 template <class Spec>
 struct fa_wgmma_layout {
-    // As many K, V buffers as fit (up to 4) beside Q in an sm_90's 227 KiB, counting
-    // the mbarriers and alignment slack; launch_geometry.cpp computes the same.
+    static constexpr int stages = Spec::kv_stages;
     static constexpr int q_bytes = Spec::block_q * Spec::head_dim * 2;
     static constexpr int kv_bytes = Spec::block_k * Spec::head_dim * 2;
-    static constexpr int barrier_bytes = 8 * (4 * 4 + 1);  // four a stage, at most 4 stages, and Q's
-    static constexpr int stages_that_fit = (227 * 1024 - 1024 - barrier_bytes - q_bytes) / (2 * kv_bytes);
-    static constexpr int stages = stages_that_fit < 2 ? 2 : stages_that_fit > 4 ? 4 : stages_that_fit;
     static constexpr int tile_bytes = q_bytes + 2 * stages * kv_bytes;  // then the mbarriers
-    static constexpr int alignment = 1024;
+    static constexpr int barrier_bytes = 8 * (4 * stages + 1);         // full and empty for K and V a stage, Q's
+    static constexpr int alignment = 1024;                              // slack for aligning the start
+    static constexpr int bytes = alignment + tile_bytes + barrier_bytes;
+    static_assert(bytes <= Spec::shared_bytes, "the host reserves less shared memory than fa_wgmma_layout uses");
 
     // Spec::waves / 4 consumer warpgroups and one producer warpgroup. The block starts
     // with `launch_registers` a thread, what the launch bounds leave (ptxas gives the
@@ -101,7 +101,7 @@ FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[coun
         const unsigned int offset = layout::offset(rows, row, chunk);
 #pragma unroll
         for (int c = 0; c < count; ++c) {
-            fa_sm80_copy_chunk(tile[c] + offset, first[c] + (valid ? element_offset[c] : 0), valid, aligned);
+            fa_nv_copy_chunk(tile[c] + offset, first[c] + (valid ? element_offset[c] : 0), valid, aligned);
             element_offset[c] += rows_per_pass * row_stride[c];
         }
     }
@@ -139,7 +139,7 @@ FAJIT_DEVICE fa_wgmma_tile fa_wgmma_block_tile(const fa_params& p, int n) {
             t % heads_batches / p.heads_q, t < query_tiles * heads_batches};
 }
 
-// Persistent: the grid is at most one block per multiprocessor (launch_geometry.cpp),
+// Persistent: the grid is at most one block per multiprocessor (src/families/wgmma_sm90.cpp),
 // and each block walks its query tiles in turn. The producer fills the next tile's Q and
 // first K, V while the consumers finish the last steps of a tile and store it, so a
 // tile starts with no launch and with its first copies already under way.
@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
 
     extern __shared__ __align__(128) unsigned char fa_wgmma_shared[];
-    const unsigned int shared = (fa_sm80_shared_address(fa_wgmma_shared) + (layout::alignment - 1)) &
+    const unsigned int shared = (fa_nv_shared_address(fa_wgmma_shared) + (layout::alignment - 1)) &
                                 ~static_cast<unsigned int>(layout::alignment - 1);
     const unsigned int q_tile = shared;
     const auto k_tile = [&](int stage) { return shared + layout::q_bytes + 2u * stage * layout::kv_bytes; };
@@ -209,8 +209,8 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         // its stage once the consumers have released the stage's previous fill.
         fa_sm90_lower_registers<layout::producer_registers>();
         const int thread = static_cast<int>(threadIdx.x) - layout::consumers;
-        const bool aligned = fa_sm80_aligned16(p.q, p.q_stride) && fa_sm80_aligned16(p.k, p.k_stride) &&
-                             fa_sm80_aligned16(p.v, p.v_stride);
+        const bool aligned = fa_nv_aligned16(p.q, p.q_stride) && fa_nv_aligned16(p.k, p.k_stride) &&
+                             fa_nv_aligned16(p.v, p.v_stride);
         // Element-wise copies are plain stores, which an ordinary arrival releases.
         const auto arrive_loaded = [&](int tensor, int fill) {
             if (aligned)
@@ -263,7 +263,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
                 }
             }
         }
-        fa_sm80_cp_async_wait<0>();  // no copy may still target shared memory at exit
+        fa_nv_cp_async_wait<0>();  // no copy may still target shared memory at exit
         return;
     }
     fa_sm90_raise_registers<layout::consumer_registers>();
@@ -352,9 +352,9 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             for (int h = 0; h < 2; ++h)
                 visible[h] = masked ? fa_visible_keys(Spec::causal, my_row + 8 * h, p.len_q, p.len_k) : 0;
             float row_max[2];
-            const float multiplier = fa_sm80_tile_scores<key_tiles>(score, scale_log2, masked, visible, key0, row_max);
-            const bool moved = fa_sm80_tile_move_frames(p, my_row, margin_log2, row_max, frame, sum, correction);
-            fa_sm80_tile_exponentiate<key_tiles>(score, multiplier, frame, sum);
+            const float multiplier = fa_m16n8_scores<key_tiles>(score, scale_log2, masked, visible, key0, row_max);
+            const bool moved = fa_m16n8_move_frames(p, my_row, margin_log2, row_max, frame, sum, correction);
+            fa_m16n8_exponentiate<key_tiles>(score, multiplier, frame, sum);
             return __any_sync(0xffffffffu, moved);
         };
 
@@ -379,7 +379,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             if constexpr (kv_barriers == 2) release(empty(keys, first_fill));
             if (steps == 1) release(q_empty);
             moved = softmax(0, score, correction);
-            fa_sm80_tile_pack<element, key_tiles>(score, probability);
+            fa_m16n8_pack<element, key_tiles>(score, probability);
         }
 #pragma unroll 1
         for (int step = 1; step < steps; ++step) {
@@ -402,7 +402,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             fa_sm90_hold(out);
             fa_sm90_hold(score);
             release(empty(values, fill - 1));
-            fa_sm80_tile_pack<element, key_tiles>(score, probability);
+            fa_m16n8_pack<element, key_tiles>(score, probability);
         }
         if (steps > 0) {
             const int fill = first_fill + steps - 1;
@@ -416,7 +416,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             release(empty(values, fill));
         }
         first_fill += steps;
-        fa_sm80_tile_store<element, head_dim / 8>(p, tile.batch, tile.head, my_row, out, frame, sum);
+        fa_m16n8_store<element, head_dim / 8>(p, tile.batch, tile.head, my_row, out, frame, sum);
     }
     if (group == 0) my_turn();  // takes the last group's last pass, so no arrival outlives the block
 }

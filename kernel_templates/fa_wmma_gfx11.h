@@ -26,8 +26,8 @@
 // stays below exp(margin). margin 0 is the classic online softmax; the first step a
 // row sees keys in always sets its frame.
 //
-// LDS (bytes = 2 * (K + V^T + Q) elements, computed the same way host-side in
-// launch_geometry.cpp so NVIDIA can launch it as dynamic shared memory):
+// LDS (bytes = 2 * (K + V^T + Q) elements; the host reserves them, in
+// src/families/wmma_gfx11.cpp, so NVIDIA can launch it as dynamic shared memory):
 //   K    block_k rows of head_dim + 8 elements;
 //   V^T  head_dim rows of block_k + 8 elements;
 //   Q    head_dim 256 only: 16 * waves rows of head_dim + 8 elements.
@@ -51,6 +51,7 @@ struct fa_wmma_layout {
     static constexpr int v_elements = Spec::head_dim * v_row;
     static constexpr int q_elements = q_in_lds ? Spec::waves * 16 * q_row : 0;
     static constexpr int bytes = 2 * (k_elements + v_elements + q_elements);
+    static_assert(bytes <= Spec::shared_bytes, "the host reserves less LDS than fa_wmma_layout uses");
 };
 
 FAJIT_DEVICE unsigned int fa_word(const fa_u32x4& value, int index) {
@@ -102,7 +103,7 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
 #if FAJIT_AMD
     __shared__ fa_u32x4 shared_words[layout::bytes / 16];
 #else
-    // Over 48 KiB must be dynamic on NVIDIA; the host sizes it (launch_geometry.cpp).
+    // Over 48 KiB must be dynamic on NVIDIA; the host sizes it (Spec::shared_bytes).
     extern __shared__ fa_u32x4 shared_words[];
     {
         unsigned int dynamic_bytes;
@@ -250,21 +251,15 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
         }
         step_max = fmaxf(step_max, fa_exchange_halves(step_max));  // the row's maximum
 
-        // Deferred rescale. Counted once per row (lanes < 16 own the decision's count):
-        // FRAME_MOVES when a frame that already existed moves; FRAME_KEPT when the step
-        // maximum rose above the frame but within the margin, so the rescale was skipped.
-        const bool counts = row_valid && half == 0;
-        if (step_max > frame + margin_log2) {
-            if (counts && frame != fa_neg_inf()) fa_count(p, FA_COUNT_FRAME_MOVES);
-            const float correction = fa_exp2(frame - step_max);
-            frame = step_max;
+        // Deferred rescale: lanes l and l^16 share the row's maximum and take the same
+        // decision; the lower half-wave reports it.
+        float correction;
+        if (fa_rescale_frame(p, step_max, margin_log2, frame, correction, row_valid && half == 0)) {
             lane_sum *= correction;
 #pragma unroll
             for (int t = 0; t < dim_tiles; ++t)
 #pragma unroll
                 for (int i = 0; i < 8; ++i) out[t].x[i] *= correction;
-        } else if (counts && step_max > frame) {
-            fa_count(p, FA_COUNT_FRAME_KEPT);
         }
         // A row that has seen no key yet keeps frame -inf; its scores are all -inf too.
         const float base = frame == fa_neg_inf() ? 0.0f : frame;

@@ -43,9 +43,9 @@ struct Options {
     bool debug_counters = false;
 
     // Variant selection. The table these override is in src/dispatch/variant_table.cpp.
-    // FAJIT_FAMILY=scalar|wmma-gfx11|... runs that family whatever the table prefers (on NVIDIA,
-    // wmma-gfx11 runs through its emulation); auto or unset follows the table.
-    std::optional<Family> family;
+    // FAJIT_FAMILY=<family name> runs that family whatever the table prefers (wmma-gfx11
+    // runs on NVIDIA through its emulation); auto or unset follows the table.
+    std::optional<std::string> family;
     bool force_fallback = false;  // FAJIT_FORCE_FALLBACK=1: always run the scalar family
     TilePin tile;                 // FAJIT_TILE=bq=64,bk=64,waves=4: tiles of the selected variant
     // FAJIT_STRICT=1: running scalar instead of the selected variant (unsupported shape,

@@ -2,27 +2,10 @@
 
 #include <charconv>
 
+#include "families/registry.hpp"
+
 namespace fajit {
 namespace {
-
-struct FamilyTemplate {
-    const char* file;
-    const char* kernel;
-};
-
-FamilyTemplate template_of(Family family) {
-    switch (family) {
-        case Family::scalar:
-            return {"fa_scalar.h", "fa_scalar"};
-        case Family::wmma_gfx11:
-            return {"fa_wmma_gfx11.h", "fa_wmma_gfx11"};
-        case Family::mma_sm80:
-            return {"fa_mma_sm80.h", "fa_mma_sm80"};
-        case Family::wgmma_sm90:
-            return {"fa_wgmma_sm90.h", "fa_wgmma_sm90"};
-    }
-    return {"", ""};
-}
 
 std::string_view element_type(DType dtype) {
     switch (dtype) {
@@ -57,7 +40,9 @@ std::string float_literal(float value) {
     return text + "f";
 }
 
-std::string specialization(const KernelSpec& spec) {
+// The spec as constants, with the layout the host reserves shared memory for: the
+// template derives its buffers from these and checks them against shared_bytes.
+std::string specialization(const KernelSpec& spec, const SharedLayout& layout) {
     std::string text;
     text += "struct fajit_spec {\n";
     text += "    using element = " + std::string(element_type(spec.dtype)) + ";\n";
@@ -67,6 +52,11 @@ std::string specialization(const KernelSpec& spec) {
     text += "    static constexpr int waves = " + std::to_string(spec.waves) + ";\n";
     text += "    static constexpr float rescale_margin = " + float_literal(spec.rescale_margin) + ";\n";
     text += "    static constexpr int causal = " + std::string(causal_constant(spec.causal)) + ";\n";
+    text += "    static constexpr int shared_bytes = " + std::to_string(layout.shared_bytes) + ";\n";
+    for (const LayoutConstant& constant : layout.constants)
+        if (!constant.name.empty())
+            text += "    static constexpr int " + std::string(constant.name) + " = " + std::to_string(constant.value) +
+                    ";\n";
     text += "};\n";
     return text;
 }
@@ -74,16 +64,18 @@ std::string specialization(const KernelSpec& spec) {
 }  // namespace
 
 EmittedKernel emit(const KernelSpec& spec, const TemplateStore& templates) {
-    const FamilyTemplate family = template_of(spec.family);
-    const std::string prelude = templates.text("prelude.h");
-    const std::string kernel = templates.text(family.file);
-
+    const FamilyDescriptor& family = family_of(spec);
     EmittedKernel emitted;
-    emitted.template_bytes = prelude + kernel;
     emitted.source = "// fa-jit generated kernel source\n// spec: " + to_string(spec) + "\n\n";
-    emitted.source += "// ---- prelude.h ----\n" + prelude + "\n";
-    emitted.source += "// ---- " + std::string(family.file) + " ----\n" + kernel + "\n";
-    emitted.source += "// ---- specialization ----\n" + specialization(spec);
+    for (const std::string_view file : family.prelude_parts) {
+        const std::string part = templates.text(file);
+        emitted.template_bytes += part;
+        emitted.source += "// ---- " + std::string(file) + " ----\n" + part + "\n";
+    }
+    const std::string kernel = templates.text(family.template_file);
+    emitted.template_bytes += kernel;
+    emitted.source += "// ---- " + std::string(family.template_file) + " ----\n" + kernel + "\n";
+    emitted.source += "// ---- specialization ----\n" + specialization(spec, family.shared_layout(spec));
     emitted.name_expression = std::string(family.kernel) + "<fajit_spec>";
     return emitted;
 }

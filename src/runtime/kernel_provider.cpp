@@ -50,7 +50,7 @@ CompiledKernel KernelProvider::get(const KernelSpec& spec) {
 
     CompileRequest request;
     request.source = emitted.source;
-    request.program_name = "fajit_" + std::string(to_string(spec.family)) + ".cu";
+    request.program_name = "fajit_" + spec.family + ".cu";
     request.name_expressions = {emitted.name_expression};
     request.options = compile_options_;
     request.arch = spec.arch;
@@ -78,7 +78,7 @@ CompiledKernel KernelProvider::get(const KernelSpec& spec) {
         spdlog::info("compiled {} in {:.2f} s", to_string(spec), seconds);
         cache::Entry produced;
         produced.metadata = {{"spec", to_string(spec)},
-                             {"family", to_string(spec.family)},
+                             {"family", spec.family},
                              {"arch", spec.arch},
                              {"compiler", compiler},
                              {"lowered_name", result.lowered_names.front()},

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "families/registry.hpp"
+
 namespace fajit {
 namespace {
 
@@ -123,10 +125,9 @@ Options Options::from_environment(const Overrides& overrides) {
         options.log_level = *level;
     }
     if (auto family = environment("FAJIT_FAMILY"); family && *family != "auto") {
-        options.family = parse_family(*family);
-        if (!options.family)
-            throw InvalidOption("FAJIT_FAMILY=" + *family +
-                                ": expected auto, scalar, wmma-gfx11, mma-sm80 or wgmma-sm90");
+        if (!find_family(*family))
+            throw InvalidOption("FAJIT_FAMILY=" + *family + ": expected auto, " + family_names());
+        options.family = *family;
     }
     if (auto fallback = environment("FAJIT_FORCE_FALLBACK"))
         options.force_fallback = parse_flag("FAJIT_FORCE_FALLBACK", *fallback);

@@ -11,11 +11,11 @@
 
 #include "dispatch/failed_variants.hpp"
 #include "dispatch/function_cache.hpp"
-#include "dispatch/shape_class.hpp"
 #include "dispatch/variant_table.hpp"
+#include "families/registry.hpp"
 #include "runtime/kernel_arguments.hpp"
 #include "runtime/kernel_provider.hpp"
-#include "runtime/launch_geometry.hpp"
+#include "spec/shape_class.hpp"
 
 namespace fajit {
 namespace {
@@ -166,7 +166,7 @@ struct Runtime::State {
                      selection.fallback_reason + "; running " + to_string(selection.spec));
         }
         KernelSpec spec = selection.spec;
-        LoadedKernel* kernel = spec.family == Family::scalar ? &load(ordinal, spec) : load_specialized(ordinal, spec);
+        LoadedKernel* kernel = is_fallback(spec) ? &load(ordinal, spec) : load_specialized(ordinal, spec);
         if (!kernel) {
             spec = fallback_spec(shape, arch);
             kernel = &load(ordinal, spec);

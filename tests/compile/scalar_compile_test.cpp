@@ -42,7 +42,7 @@ bool contains(const std::vector<std::byte>& code, const std::string& text) {
 
 KernelSpec spec_for(const std::string& arch, int head_dim, DType dtype, CausalMode causal) {
     KernelSpec spec;
-    spec.family = Family::scalar;
+    spec.family = "scalar";
     spec.arch = arch;
     spec = with_family_defaults(spec);
     spec.head_dim = head_dim;

@@ -28,10 +28,12 @@ void check_tile(const KernelSpec& spec, int block_q, int block_k, int waves) {
 TEST_CASE("the table prefers wmma-gfx11 on gfx11 and ends with scalar for any arch") {
     const auto table = variant_table();
     REQUIRE(table.size() >= 2);
-    CHECK(table.front().family == Family::wmma_gfx11);
+    CHECK(table.front().family->name == "wmma-gfx11");
     CHECK(table.front().arch_class == "gfx11");
-    CHECK(table.back().family == Family::scalar);
-    for (const char* arch : {"gfx1151", "gfx942:sramecc+:xnack-", "sm_90a", "sm_75"}) CHECK(table.back().runs_on(arch));
+    CHECK(table.back().family->name == "scalar");
+    CHECK(&fallback_family() == table.back().family);
+    for (const char* arch : {"gfx1151", "gfx942:sramecc+:xnack-", "sm_90a", "sm_75"})
+        CHECK(table.back().offered_on(arch));
 }
 
 TEST_CASE("gfx11: wmma-gfx11 with tiles by head dim and query length, for f16 and bf16") {
@@ -41,7 +43,7 @@ TEST_CASE("gfx11: wmma-gfx11 with tiles by head dim and query length, for f16 an
                 CAPTURE(arch);
                 for (int d : {64, 80, 96, 128}) {
                     const auto large = select_variant(arch, shape(d, dtype, QueryLength::large, causal), defaults());
-                    CHECK(large.spec.family == Family::wmma_gfx11);
+                    CHECK(large.spec.family == "wmma-gfx11");
                     CHECK(large.fallback_reason.empty());
                     check_tile(large.spec, 64, 64, 4);
                     check_tile(select_variant(arch, shape(d, dtype, QueryLength::small, causal), defaults()).spec, 32,
@@ -50,7 +52,7 @@ TEST_CASE("gfx11: wmma-gfx11 with tiles by head dim and query length, for f16 an
                                64, 1);
                 }
                 const auto d256 = select_variant(arch, shape(256, dtype, QueryLength::large, causal), defaults());
-                CHECK(d256.spec.family == Family::wmma_gfx11);
+                CHECK(d256.spec.family == "wmma-gfx11");
                 check_tile(d256.spec, 32, 32, 2);
                 check_tile(select_variant(arch, shape(256, dtype, QueryLength::decode, causal), defaults()).spec, 16,
                            32, 1);
@@ -59,19 +61,19 @@ TEST_CASE("gfx11: wmma-gfx11 with tiles by head dim and query length, for f16 an
 
 TEST_CASE("gfx11: shapes wmma-gfx11 cannot run fall back to scalar, saying why") {
     const auto f32 = select_variant("gfx1151", shape(128, DType::f32), defaults());
-    CHECK(f32.spec.family == Family::scalar);
+    CHECK(f32.spec.family == "scalar");
     CHECK_FALSE(f32.forced);
     CHECK(f32.fallback_reason.find("wmma-gfx11") != std::string::npos);
     CHECK(f32.fallback_reason.find("dtype=f32") != std::string::npos);
 
     const auto d72 = select_variant("gfx1151", shape(72), defaults());
-    CHECK(d72.spec.family == Family::scalar);
+    CHECK(d72.spec.family == "scalar");
     CHECK(d72.fallback_reason.find("d=72") != std::string::npos);
 }
 
 TEST_CASE("NVIDIA sm_90a: wgmma-sm90 with its measured tile table, yielding to mma-sm80 where it cannot run") {
     const auto hopper = select_variant("sm_90a", shape(128), defaults());
-    CHECK(hopper.spec.family == Family::wgmma_sm90);
+    CHECK(hopper.spec.family == "wgmma-sm90");
     CHECK(hopper.fallback_reason.empty());
     check_tile(hopper.spec, 128, 128, 8);
     check_tile(select_variant("sm_90a", shape(256), defaults()).spec, 128, 64, 8);
@@ -79,12 +81,12 @@ TEST_CASE("NVIDIA sm_90a: wgmma-sm90 with its measured tile table, yielding to m
 
     // Head dim 80 is not a wgmma-sm90 shape: mma-sm80 takes it, and that is no fallback.
     const auto d80 = select_variant("sm_90a", shape(80), defaults());
-    CHECK(d80.spec.family == Family::mma_sm80);
+    CHECK(d80.spec.family == "mma-sm80");
     CHECK(d80.fallback_reason.empty());
 
     // Neither tensor-core family runs f32; the reason names both refusals.
     const auto f32 = select_variant("sm_90a", shape(128, DType::f32), defaults());
-    CHECK(f32.spec.family == Family::scalar);
+    CHECK(f32.spec.family == "scalar");
     CHECK(f32.fallback_reason.find("wgmma-sm90") != std::string::npos);
     CHECK(f32.fallback_reason.find("mma-sm80") != std::string::npos);
     CHECK(f32.fallback_reason.find("dtype=f32") != std::string::npos);
@@ -93,14 +95,14 @@ TEST_CASE("NVIDIA sm_90a: wgmma-sm90 with its measured tile table, yielding to m
 TEST_CASE("NVIDIA sm_80 and newer without wgmma: mma-sm80 with the measured tile table") {
     for (const char* arch : {"sm_80", "sm_86", "sm_90", "sm_120"}) {
         CAPTURE(arch);
-        CHECK(select_variant(arch, shape(128), defaults()).spec.family == Family::mma_sm80);
+        CHECK(select_variant(arch, shape(128), defaults()).spec.family == "mma-sm80");
     }
     check_tile(select_variant("sm_90", shape(128), defaults()).spec, 128, 128, 8);  // an sm_90's shared memory
     check_tile(select_variant("sm_80", shape(128), defaults()).spec, 128, 32, 4);
     check_tile(select_variant("sm_80", shape(64, DType::bf16, QueryLength::decode), defaults()).spec, 128, 64, 4);
 
     const auto d72 = select_variant("sm_80", shape(72), defaults());
-    CHECK(d72.spec.family == Family::scalar);
+    CHECK(d72.spec.family == "scalar");
     CHECK(d72.fallback_reason.find("d=72") != std::string::npos);
 }
 
@@ -108,7 +110,7 @@ TEST_CASE("older NVIDIA and non-gfx11 AMD archs: scalar, with no fallback to rep
     for (const char* arch : {"sm_75", "gfx942:sramecc+:xnack-", "gfx90a", "gfx1030"}) {
         CAPTURE(arch);
         const auto selection = select_variant(arch, shape(128), defaults());
-        CHECK(selection.spec.family == Family::scalar);
+        CHECK(selection.spec.family == "scalar");
         CHECK(selection.fallback_reason.empty());
         CHECK(selection.spec.rescale_margin == 10.0f);
         CHECK(selection.spec.arch == arch);
@@ -143,27 +145,27 @@ TEST_CASE("every selection, over all supported shapes and several archs, is a va
 
 TEST_CASE("FAJIT_FAMILY forces a family: wmma-gfx11 runs emulated on NVIDIA, and falls back where it cannot run") {
     Options options;
-    options.family = Family::wmma_gfx11;
+    options.family = "wmma-gfx11";
     const auto emulated = select_variant("sm_90a", shape(128), options);
-    CHECK(emulated.spec.family == Family::wmma_gfx11);
+    CHECK(emulated.spec.family == "wmma-gfx11");
     CHECK(emulated.fallback_reason.empty());
 
     const auto cdna = select_variant("gfx942:sramecc+:xnack-", shape(128), options);
-    CHECK(cdna.spec.family == Family::scalar);
+    CHECK(cdna.spec.family == "scalar");
     CHECK(cdna.fallback_reason.find("arch=gfx942") != std::string::npos);
 
-    options.family = Family::scalar;
+    options.family = "scalar";
     const auto scalar = select_variant("gfx1151", shape(128), options);
-    CHECK(scalar.spec.family == Family::scalar);
+    CHECK(scalar.spec.family == "scalar");
     CHECK(scalar.fallback_reason.empty());
 }
 
 TEST_CASE("FAJIT_FORCE_FALLBACK chooses scalar and marks it as asked for") {
     Options options;
     options.force_fallback = true;
-    options.family = Family::wmma_gfx11;
+    options.family = "wmma-gfx11";
     const auto selection = select_variant("gfx1151", shape(128), options);
-    CHECK(selection.spec.family == Family::scalar);
+    CHECK(selection.spec.family == "scalar");
     CHECK(selection.forced);
     CHECK(selection.fallback_reason.find("FAJIT_FORCE_FALLBACK") != std::string::npos);
 }

@@ -11,20 +11,20 @@
 namespace fajit::testing {
 
 // The dispatcher's own arch gates decide which of the two families a target runs.
-inline std::vector<Family> tensor_core_families(const std::string& arch) {
-    std::vector<Family> families;
+inline std::vector<std::string> tensor_core_families(const std::string& arch) {
+    std::vector<std::string> families;
     for (const VariantRow& row : variant_table())
-        if ((row.family == Family::mma_sm80 || row.family == Family::wgmma_sm90) && row.runs_on(arch))
-            families.push_back(row.family);
+        if ((row.family->name == "mma-sm80" || row.family->name == "wgmma-sm90") && row.offered_on(arch))
+            families.emplace_back(row.family->name);
     return families;
 }
 
-inline std::vector<int> family_head_dims(Family family) {
-    if (family == Family::wgmma_sm90) return {64, 128, 256};
-    return {64, 80, 96, 128, 256};
+inline std::vector<int> family_head_dims(const std::string& family) {
+    const auto dims = find_family(family)->head_dims;
+    return {dims.begin(), dims.end()};
 }
 
-inline KernelSpec family_spec(Family family, const std::string& arch, int head_dim, DType dtype, CausalMode causal,
+inline KernelSpec family_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype, CausalMode causal,
                               float margin) {
     KernelSpec spec;
     spec.family = family;
@@ -45,8 +45,8 @@ struct Tiles {
 
 // mma-sm80: rows per warp (16 or 32), warps and key step around the defaults.
 // wgmma-sm90: one to three warpgroups, 64- or 128-key steps.
-inline std::vector<Tiles> tile_candidates(Family family, int head_dim) {
-    if (family == Family::wgmma_sm90) {
+inline std::vector<Tiles> tile_candidates(const std::string& family, int head_dim) {
+    if (family == "wgmma-sm90") {
         if (head_dim > 128) return {{8, 128, 64}, {4, 64, 64}};
         if (head_dim > 64) return {{8, 128, 128}, {8, 128, 64}, {12, 192, 64}, {4, 64, 128}, {4, 64, 64}};
         return {{8, 128, 64}, {8, 128, 128}, {12, 192, 64}, {4, 64, 64}};

@@ -17,7 +17,7 @@
 #include "backend/backend.hpp"
 #include "codegen/emitter.hpp"
 #include "mma/mma_candidates.hpp"
-#include "runtime/launch_geometry.hpp"
+#include "families/registry.hpp"
 #include "support/compile_support.hpp"
 
 using namespace fajit;
@@ -81,7 +81,7 @@ void check_no_spills(const std::vector<KernelSpec>& specs, const Backend& backen
         CHECK_MESSAGE(report.registers > 0, name, ": no register count in the log: ", report.log);
         CHECK_MESSAGE(report.spill_stores == 0, name, ": ", report.log);
         CHECK_MESSAGE(report.spill_loads == 0, name, ": ", report.log);
-        if (specs[i].family == Family::wgmma_sm90) {
+        if (specs[i].family == "wgmma-sm90") {
             // The kernel moves registers between its warpgroups assuming it starts with
             // all the launch bounds leave (fa_wgmma_layout::launch_registers); with fewer,
             // its consumers would wait forever for registers.
@@ -103,11 +103,11 @@ TEST_CASE("mma-sm80: every head dim, dtype, causal mode and margin compiles for 
     if (!backend) return;
     std::vector<KernelSpec> specs;
     for (const std::string arch : {"sm_80", "sm_90a"})
-        for (int head_dim : family_head_dims(Family::mma_sm80))
+        for (int head_dim : family_head_dims("mma-sm80"))
             for (DType dtype : {DType::f16, DType::bf16})
                 for (CausalMode causal : {CausalMode::none, CausalMode::bottom_right})
                     for (float margin : {0.0f, 10.0f})
-                        specs.push_back(family_spec(Family::mma_sm80, arch, head_dim, dtype, causal, margin));
+                        specs.push_back(family_spec("mma-sm80", arch, head_dim, dtype, causal, margin));
     check_no_spills(specs, *backend);
 }
 
@@ -115,11 +115,11 @@ TEST_CASE("wgmma-sm90: every head dim, dtype, causal mode and margin compiles fo
     const Backend* backend = compiler_for("sm_90a");
     if (!backend) return;
     std::vector<KernelSpec> specs;
-    for (int head_dim : family_head_dims(Family::wgmma_sm90))
+    for (int head_dim : family_head_dims("wgmma-sm90"))
         for (DType dtype : {DType::f16, DType::bf16})
             for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right})
                 for (float margin : {0.0f, 10.0f})
-                    specs.push_back(family_spec(Family::wgmma_sm90, "sm_90a", head_dim, dtype, causal, margin));
+                    specs.push_back(family_spec("wgmma-sm90", "sm_90a", head_dim, dtype, causal, margin));
     check_no_spills(specs, *backend);
 }
 
@@ -127,7 +127,7 @@ TEST_CASE("every benchmark tile candidate compiles for sm_90a without spills") {
     const Backend* backend = compiler_for("sm_90a");
     if (!backend) return;
     std::vector<KernelSpec> specs;
-    for (Family family : tensor_core_families("sm_90a"))
+    for (const std::string& family : tensor_core_families("sm_90a"))
         for (int head_dim : {64, 128, 256})
             for (const auto& tiles : tile_candidates(family, head_dim)) {
                 const KernelSpec spec = with_tiles(
@@ -161,7 +161,7 @@ TEST_CASE("validation accepts the family's rules and rejects what it cannot run"
     CHECK(error_of("family=mma-sm80,d=128,dtype=f16,bq=128,waves=8,bk=128,arch=sm_86").find("bk=128") == 0);
     for (int head_dim : {64, 80, 96, 128, 256})
         for (const std::string arch : {"sm_80", "sm_86", "sm_90a", "sm_120"}) {
-            const KernelSpec spec = family_spec(Family::mma_sm80, arch, head_dim, DType::f16, CausalMode::none, 10.0f);
+            const KernelSpec spec = family_spec("mma-sm80", arch, head_dim, DType::f16, CausalMode::none, 10.0f);
             CHECK_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
         }
 }
@@ -186,15 +186,15 @@ TEST_CASE("wgmma-sm90 validation: sm_90a only, its head dims and its tiles") {
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,bk=96,arch=sm_90a").find("bk=96") == 0);
     // d=256 with 128-key steps: 224 accumulator registers per lane.
     CHECK(error_of("family=wgmma-sm90,d=256,dtype=f16,bk=128,arch=sm_90a").find("bk=128") == 0);
-    for (int head_dim : family_head_dims(Family::wgmma_sm90)) {
+    for (int head_dim : family_head_dims("wgmma-sm90")) {
         const KernelSpec spec =
-            family_spec(Family::wgmma_sm90, "sm_90a", head_dim, DType::bf16, CausalMode::bottom_right, 10.0f);
+            family_spec("wgmma-sm90", "sm_90a", head_dim, DType::bf16, CausalMode::bottom_right, 10.0f);
         CHECK_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
     }
 }
 
 TEST_CASE("wgmma-sm90 launch geometry: one persistent block per multiprocessor, never more blocks than tiles") {
-    const KernelSpec spec = family_spec(Family::wgmma_sm90, "sm_90a", 128, DType::f16, CausalMode::bottom_right, 10.0f);
+    const KernelSpec spec = family_spec("wgmma-sm90", "sm_90a", 128, DType::f16, CausalMode::bottom_right, 10.0f);
     AttentionArgs args;
     args.batch = 2;
     args.heads_q = 32;
@@ -204,7 +204,7 @@ TEST_CASE("wgmma-sm90 launch geometry: one persistent block per multiprocessor, 
     CHECK(persistent.grid[1] == 1);
     CHECK(persistent.grid[2] == 1);
     CHECK(persistent.block[0] == 8 * 32 + 128);  // the consumers' waves and the producer warpgroup
-    CHECK(persistent.shared_bytes == family_shared_bytes(spec));
+    CHECK(persistent.shared_bytes == shared_layout(spec).shared_bytes);
 
     args.batch = 1;
     args.heads_q = 4;

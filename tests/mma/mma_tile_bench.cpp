@@ -119,7 +119,7 @@ double time_ms(Runtime& runtime, const KernelSpec& spec, const AttentionArgs& ar
     return best;
 }
 
-KernelSpec candidate_spec(Family family, const std::string& arch, int head_dim, DType dtype, const Tiles& tiles) {
+KernelSpec candidate_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype, const Tiles& tiles) {
     return with_tiles(family_spec(family, arch, head_dim, dtype, CausalMode::bottom_right, 10.0f), tiles);
 }
 
@@ -142,11 +142,11 @@ int main(int argc, char** argv) {
         DType dtype;
         std::vector<int> len_k;
     };
-    std::vector<Family> families = tensor_core_families(device.arch);
+    std::vector<std::string> families = tensor_core_families(device.arch);
     int first_dim_argument = 1;
     if (argc > 1)
-        if (auto family = parse_family(argv[1])) {
-            families = {*family};
+        if (find_family(argv[1])) {
+            families = {argv[1]};
             first_dim_argument = 2;
         }
     std::vector<Run> runs;
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
 
     // Compile every variant first, on all cores.
     std::vector<KernelSpec> specs;
-    for (Family family : families)
+    for (const std::string& family : families)
         for (const auto& run : runs)
             for (const auto& tiles : tile_candidates(family, run.head_dim))
                 if (auto spec = candidate_spec(family, device.arch, run.head_dim, run.dtype, tiles);
@@ -183,10 +183,10 @@ int main(int argc, char** argv) {
     int status = 0;
     for (const auto& run : runs) {
         Problem problem(run.head_dim, run.dtype);
-        for (Family family : families)
+        for (const std::string& family : families)
         for (const auto& tiles : tile_candidates(family, run.head_dim)) {
             const KernelSpec spec = candidate_spec(family, device.arch, run.head_dim, run.dtype, tiles);
-            const std::string tile_text = std::string(to_string(family)) + " " + std::to_string(tiles.waves) + "/" +
+            const std::string tile_text = family + " " + std::to_string(tiles.waves) + "/" +
                                           std::to_string(tiles.block_q) + "/" + std::to_string(tiles.block_k);
             if (auto error = validate(spec); !error.empty()) {
                 std::printf("%-5d %-5s %-28s skipped: %s\n", run.head_dim, std::string(to_string(run.dtype)).c_str(),

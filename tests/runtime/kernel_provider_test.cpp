@@ -11,6 +11,8 @@
 #include "cache/entry.hpp"
 #include "cache/file_reading.hpp"
 #include "cache/layout.hpp"
+#include "codegen/template_store.hpp"
+#include "families/registry.hpp"
 #include "fajit/runtime.hpp"
 
 using namespace fajit;
@@ -109,16 +111,14 @@ TEST_CASE("test counters and template overrides compile under keys of their own"
     counting.debug_counters = true;
     CHECK(Runtime(counting).prepare(*spec).key != base.key);
 
-    // The override directory gets the embedded templates, recovered from the emitted
-    // source, plus one local edit to the prelude.
+    // The override directory gets the embedded templates, plus one local edit to the
+    // prelude's common part.
     const auto templates = fresh_directory("templates");
-    const std::string source = plain.emit(*spec);
-    const auto prelude_begin = source.find("// ---- prelude.h ----\n") + 23;
-    const auto prelude_end = source.find("// ---- fa_scalar.h ----\n");
-    const auto kernel_end = source.find("// ---- specialization ----\n");
-    std::ofstream(templates / "prelude.h")
-        << source.substr(prelude_begin, prelude_end - prelude_begin - 1) << "// a local edit\n";
-    std::ofstream(templates / "fa_scalar.h") << source.substr(prelude_end + 25, kernel_end - prelude_end - 26);
+    const TemplateStore embedded;
+    const FamilyDescriptor& family = family_of(*spec);
+    for (const std::string_view part : family.prelude_parts)
+        std::ofstream(templates / part) << embedded.text(part) << (part == "prelude_common.h" ? "// a local edit\n" : "");
+    std::ofstream(templates / family.template_file) << embedded.text(family.template_file);
     Options overridden = options_in(root);
     overridden.template_dir = templates;
     const auto edited = Runtime(overridden).prepare(*spec);

@@ -25,7 +25,7 @@ CompileResult compile_directly(const KernelSpec& spec, const Backend& backend, s
     const auto emitted = emit(spec, TemplateStore());
     CompileRequest request;
     request.source = emitted.source;
-    request.program_name = "fa_" + std::string(to_string(spec.family)) + ".cu";
+    request.program_name = "fa_" + spec.family + ".cu";
     request.name_expressions = {emitted.name_expression};
     request.options = std::move(options);
     request.arch = spec.arch;

@@ -35,7 +35,7 @@ bool skip_without_device() {
 
 KernelSpec scalar_spec(const CaseShape& shape, float margin) {
     KernelSpec spec;
-    spec.family = Family::scalar;
+    spec.family = "scalar";
     spec.arch = gpu_test_arch();
     spec = with_family_defaults(spec);
     spec.head_dim = shape.head_dim;

@@ -17,7 +17,7 @@
 #include "backend/backend.hpp"
 #include "codegen/emitter.hpp"
 #include "codegen/isa_report.hpp"
-#include "runtime/launch_geometry.hpp"
+#include "families/registry.hpp"
 #include "support/compile_support.hpp"
 
 using namespace fajit;
@@ -39,7 +39,7 @@ std::vector<TileConfig> tile_configs(int head_dim) {
 KernelSpec wmma_spec(const std::string& arch, int head_dim, DType dtype, TileConfig tiles, float margin,
                      CausalMode causal) {
     KernelSpec spec;
-    spec.family = Family::wmma_gfx11;
+    spec.family = "wmma-gfx11";
     spec.arch = arch;
     spec.head_dim = head_dim;
     spec.dtype = dtype;
@@ -156,7 +156,7 @@ TEST_CASE("wmma-gfx11 sweep: every head dim, dtype, tiling, margin and causal mo
         CHECK_MESSAGE(isa.wave_size == 32, name);
         CHECK_MESSAGE(isa.lds_bytes <= 64 * 1024, name);
         // The host's size for the launch is the template's layout, byte for byte.
-        CHECK_MESSAGE(isa.lds_bytes == family_shared_bytes(result.spec), name);
+        CHECK_MESSAGE(isa.lds_bytes == shared_layout(result.spec).shared_bytes, name);
         if (result.spec.head_dim <= 128) {
             CHECK_MESSAGE(isa.scratch_bytes == 0, name);
             CHECK_MESSAGE(isa.vgpr_spills <= 0, name);
@@ -235,10 +235,11 @@ TEST_CASE("wmma-gfx11 launch geometry: dynamic shared memory on NVIDIA, static L
     CHECK(launch_shape(amd, args, 0).shared_bytes == 0);
 
     KernelSpec scalar;
+    scalar.family = "scalar";
     scalar.arch = "sm_90a";
     scalar = with_family_defaults(scalar);
-    CHECK(launch_shape(scalar, args, 0).shared_bytes == 0);
-    CHECK(family_shared_bytes(scalar) == 0);
+    CHECK(launch_shape(scalar, args, 0).shared_bytes == 0);  // its one array is static
+    CHECK_FALSE(shared_layout(scalar).dynamic);
 }
 
 TEST_CASE("wmma-gfx11 validation keeps LDS within 64 KiB and defaults fit every head dim") {
@@ -250,7 +251,7 @@ TEST_CASE("wmma-gfx11 validation keeps LDS within 64 KiB and defaults fit every 
         const auto parsed =
             parse_spec("family=wmma-gfx11,d=" + std::to_string(head_dim) + ",dtype=bf16,margin=40,arch=gfx1151");
         CHECK_MESSAGE(parsed.spec.has_value(), head_dim, ": ", parsed.error);
-        if (parsed.spec) CHECK(family_shared_bytes(*parsed.spec) <= 64u * 1024u);
+        if (parsed.spec) CHECK(shared_layout(*parsed.spec).shared_bytes <= 64u * 1024u);
     }
     CHECK_FALSE(parse_spec("family=wmma-gfx11,d=128,dtype=f16,margin=12,arch=gfx1151").spec.has_value());
 }

@@ -17,7 +17,7 @@
 #include <set>
 #include <thread>
 
-#include "runtime/launch_geometry.hpp"
+#include "families/registry.hpp"
 #include "support/attention_case.hpp"
 #include "support/gpu_memory.hpp"
 #include "support/gpu_test_setup.hpp"
@@ -39,7 +39,7 @@ std::vector<Tiles> tile_configs(int head_dim) {
 
 KernelSpec wmma_spec(const CaseShape& shape, Tiles tiles, float margin) {
     KernelSpec spec;
-    spec.family = Family::wmma_gfx11;
+    spec.family = "wmma-gfx11";
     spec.arch = gpu_test_arch();
     spec.head_dim = shape.head_dim;
     spec.dtype = shape.dtype;
@@ -185,6 +185,13 @@ TEST_CASE("wmma-gfx11 (emulated) defers the rescale within the margin on a risin
             CHECK(got.counters[1] == 0);
         else
             CHECK(got.counters[1] > 0);
+        // Every family counts through the prelude's one deferred rescale: with the
+        // scalar kernel's 64-key steps, its counts must be the same.
+        if (ramp.tiles.block_k == 64) {
+            const auto scalar = run_on_device(counting, scalar_spec(shape, ramp.margin), shape, inputs, true);
+            CHECK(scalar.counters[0] == got.counters[0]);
+            CHECK(scalar.counters[1] == got.counters[1]);
+        }
         ++run;
     }
     std::printf("ramp cases run: %d\n", run);
@@ -199,12 +206,12 @@ TEST_CASE("wmma-gfx11 (emulated) launches with over 48 KiB of dynamic shared mem
     shape.dtype = DType::bf16;
     shape.causal = CausalMode::top_left;
     const auto spec = wmma_spec(shape, {2, 32}, 10.0f);
-    REQUIRE(family_shared_bytes(spec) > 48 * 1024);
+    REQUIRE(shared_layout(spec).shared_bytes > 48 * 1024);
     const CaseInputs inputs = random_inputs(shape, 5);
     const auto got = run_on_device(gpu_test_runtime(), spec, shape, inputs);
     const auto result = compare(shape, got.outputs, reference_attention(shape, inputs),
                                 output_tolerance(shape, inputs, unit_roundoff(shape.dtype)));
-    std::printf("d=256 with %u bytes of shared memory: max abs error %.3g\n", family_shared_bytes(spec),
+    std::printf("d=256 with %u bytes of shared memory: max abs error %.3g\n", shared_layout(spec).shared_bytes,
                 result.max_error);
     CHECK_MESSAGE(result.bad_elements == 0, result.first_bad);
 }

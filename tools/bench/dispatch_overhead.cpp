@@ -20,7 +20,7 @@
 #include "fajit/runtime.hpp"
 #include "fake_backend.hpp"
 #include "runtime/kernel_arguments.hpp"
-#include "runtime/launch_geometry.hpp"
+#include "families/registry.hpp"
 #if FAJIT_BENCH_WITH_DEVICE
 #include "support/gpu_memory.hpp"
 #endif

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "dispatch/variant_table.hpp"
+#include "families/registry.hpp"
 #include "exit_codes.hpp"
 #include "presets.hpp"
 
@@ -94,12 +95,27 @@ void require_variants_for(const std::vector<Candidate>& candidates, const std::s
     }
 }
 
+std::optional<std::string> parse_family_name(std::string_view name) {
+    if (!find_family(name)) return std::nullopt;
+    return std::string(name);
+}
+
+std::vector<std::string> every_family() {
+    std::vector<std::string> names;
+    for (const VariantRow& row : variant_table()) names.emplace_back(row.family->name);
+    return names;
+}
+
+std::string_view name_of(const std::string& family) { return family; }
+std::string_view name_of(DType dtype) { return to_string(dtype); }
+std::string_view name_of(CausalMode causal) { return to_string(causal); }
+
 // The canonical names of values given explicitly; none when the list was left to its default.
 template <class Value>
 std::set<std::string> explicitly_named(const std::vector<std::string>& given, const std::vector<Value>& parsed) {
     std::set<std::string> names;
     if (!given.empty())
-        for (const Value value : parsed) names.insert(std::string(to_string(value)));
+        for (const Value& value : parsed) names.insert(std::string(name_of(value)));
     return names;
 }
 
@@ -109,8 +125,7 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
     if (request.archs.empty()) throw UsageError("no arch: give --arch (no local device was found)");
     const auto head_dims = head_dims_of(request);
     const auto families =
-        parse_names<Family>(request.families, parse_family, "family", "scalar, wmma-gfx11, mma-sm80 or wgmma-sm90",
-                            {Family::scalar, Family::wmma_gfx11, Family::mma_sm80, Family::wgmma_sm90});
+        parse_names<std::string>(request.families, parse_family_name, "family", family_names(), every_family());
     const auto dtypes =
         parse_names<DType>(request.dtypes, parse_dtype, "dtype", "f16, bf16 or f32", {DType::f16, DType::bf16});
     const auto causal_modes =
@@ -118,12 +133,11 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
                                 {CausalMode::none, CausalMode::bottom_right});
 
     // Without --family, a shape gets the family the dispatcher would run for it on that
-    // arch, and scalar, its fallback; not every family that compiles there (wmma-gfx11's
-    // NVIDIA emulation is for tests, and mma-sm80 on sm_90a only takes what wgmma-sm90
-    // cannot).
-    const auto dispatched = [](Family family, const std::string& arch, int head_dim, DType dtype,
+    // arch, and the fallback; not every family that compiles there (an emulation is for
+    // tests, and a row only takes what the rows before it cannot).
+    const auto dispatched = [](const std::string& family, const std::string& arch, int head_dim, DType dtype,
                                CausalMode causal) {
-        if (family == Family::scalar) return true;
+        if (family == fallback_family().name) return true;
         ShapeClass shape;
         shape.head_dim = head_dim;
         shape.dtype = dtype;
@@ -133,7 +147,7 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
 
     std::vector<Candidate> candidates;
     for (const std::string& arch : request.archs)
-        for (const Family family : families)
+        for (const std::string& family : families)
             for (const HeadDim& dim : head_dims)
                 for (const DType dtype : dtypes)
                     for (const CausalMode causal : causal_modes)
@@ -162,7 +176,7 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
         if (dim.named_alone) named_dims.insert(std::to_string(dim.value));
     require_variants_for(candidates, named_dims, [](const KernelSpec& spec) { return std::to_string(spec.head_dim); });
     require_variants_for(candidates, explicitly_named(request.families, families),
-                         [](const KernelSpec& spec) { return std::string(to_string(spec.family)); });
+                         [](const KernelSpec& spec) { return spec.family; });
     require_variants_for(candidates, explicitly_named(request.dtypes, dtypes),
                          [](const KernelSpec& spec) { return std::string(to_string(spec.dtype)); });
     require_variants_for(candidates, explicitly_named(request.causal_modes, causal_modes),

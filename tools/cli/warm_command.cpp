@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "exit_codes.hpp"
+#include "families/registry.hpp"
 #include "manifest.hpp"
 #include "presets.hpp"
 #include "text_table.hpp"
@@ -136,8 +137,8 @@ Command add_warm_command(CLI::App& app) {
     warm->add_option("--preset", sweep.preset, "model preset supplying the head dim (see --list-presets)");
     warm->add_flag("--list-presets", options->list_presets, "list the presets and exit");
     warm->add_option("--family", sweep.families,
-                     "kernel families: scalar, wmma-gfx11, mma-sm80, wgmma-sm90 (default: for each shape, the "
-                     "family the dispatcher runs on that arch, and scalar)")
+                     "kernel families: " + family_names(", ") + " (default: for each shape, the family the "
+                     "dispatcher runs on that arch, and the fallback, " + std::string(fallback_family().name) + ")")
         ->delimiter(',');
     warm->add_option("--head-dim", sweep.head_dims, "head dims: 128, a list 64,128 or a range 64-128:8")
         ->delimiter(',');

@@ -55,7 +55,7 @@ nlohmann::json warm_report_json(const std::vector<WarmResult>& results, const Wa
     for (const WarmResult& result : results) {
         nlohmann::json variant = {{"spec", to_string(result.spec)},
                                   {"arch", result.spec.arch},
-                                  {"family", to_string(result.spec.family)},
+                                  {"family", result.spec.family},
                                   {"outcome", to_string(result.outcome)},
                                   {"seconds", result.seconds},
                                   {"compile_seconds", result.compile_seconds}};

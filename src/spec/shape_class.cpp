@@ -1,4 +1,4 @@
-#include "dispatch/shape_class.hpp"
+#include "spec/shape_class.hpp"
 
 namespace fajit {
 

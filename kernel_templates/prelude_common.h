@@ -1,0 +1,195 @@
+// fa-jit portable prelude, common part: compiles under HIPRTC (AMD) and NVRTC (NVIDIA)
+// with no toolkit header, because neither compiler can be assumed to find one on a
+// user's machine. Every kernel's source starts with this part; the parts for one
+// instruction set (prelude_wmma_tile.h, prelude_nvidia.h, prelude_sm80.h,
+// prelude_sm90.h) follow only in the kernels whose family descriptor names them, so an
+// edit to one of those re-keys only the kernels that use it.
+
+#if defined(__HIPCC_RTC__) || defined(__HIP_DEVICE_COMPILE__)
+#define FAJIT_AMD 1
+#define FAJIT_WAVE_SIZE __AMDGCN_WAVEFRONT_SIZE
+#elif defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define FAJIT_NVIDIA 1
+#define FAJIT_WAVE_SIZE 32
+#else
+#error "fa-jit kernels compile with HIPRTC or NVRTC only"
+#endif
+
+#define FAJIT_DEVICE __device__ __forceinline__
+
+// ---- kernel arguments -------------------------------------------------------
+// Mirrors src/runtime/kernel_arguments.hpp field for field; both sides assert the
+// size so a change to one that misses the other fails to compile.
+enum fa_causal_mode { FA_CAUSAL_NONE = 0, FA_CAUSAL_TOP_LEFT = 1, FA_CAUSAL_BOTTOM_RIGHT = 2 };
+
+struct fa_params {
+    const void* q;
+    const void* k;
+    const void* v;
+    void* o;
+    float* lse;                          // [batch, heads_q, len_q] natural-log sum-exp, or null
+    unsigned long long* debug_counters;  // test builds only (FAJIT_DEBUG_COUNTERS), else null
+    long long q_stride[3];               // element strides: batch, head, sequence
+    long long k_stride[3];
+    long long v_stride[3];
+    long long o_stride[3];
+    int batch;
+    int heads_q;
+    int heads_kv;
+    int len_q;
+    int len_k;
+    float scale;  // softmax scale applied to q.k
+};
+static_assert(sizeof(fa_params) == 168, "fa_params layout changed: update kernel_arguments.hpp too");
+
+// ---- element types: 16-bit floats are raw bits so no toolkit header is needed --
+struct fa_f16 {
+    unsigned short bits;
+};
+struct fa_bf16 {
+    unsigned short bits;
+};
+
+FAJIT_DEVICE float fa_to_float(float x) { return x; }
+FAJIT_DEVICE float fa_to_float(fa_bf16 x) { return __uint_as_float(static_cast<unsigned int>(x.bits) << 16); }
+FAJIT_DEVICE float fa_to_float(fa_f16 x) {
+#if FAJIT_AMD
+    return static_cast<float>(__builtin_bit_cast(_Float16, x.bits));
+#else
+    float result;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(result) : "h"(x.bits));
+    return result;
+#endif
+}
+
+template <class T>
+FAJIT_DEVICE T fa_from_float(float x);
+template <>
+FAJIT_DEVICE float fa_from_float<float>(float x) {
+    return x;
+}
+template <>
+FAJIT_DEVICE fa_bf16 fa_from_float<fa_bf16>(float x) {
+    unsigned int bits = __float_as_uint(x);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) return fa_bf16{0x7fc0};  // NaN stays NaN
+    bits += 0x7fffu + ((bits >> 16) & 1u);                           // round to nearest even
+    return fa_bf16{static_cast<unsigned short>(bits >> 16)};
+}
+template <>
+FAJIT_DEVICE fa_f16 fa_from_float<fa_f16>(float x) {
+#if FAJIT_AMD
+    return fa_f16{__builtin_bit_cast(unsigned short, static_cast<_Float16>(x))};
+#else
+    unsigned short bits;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(x));
+    return fa_f16{bits};
+#endif
+}
+
+// ---- math ---------------------------------------------------------------------
+// Scores are kept in base 2 (pre-multiplied by log2 e) so the exponential is one exp2.
+#define FAJIT_LOG2E 1.4426950408889634f
+#define FAJIT_LN2 0.6931471805599453f
+FAJIT_DEVICE float fa_neg_inf() { return __uint_as_float(0xff800000u); }
+FAJIT_DEVICE float fa_exp2(float x) { return exp2f(x); }
+FAJIT_DEVICE float fa_log2(float x) { return log2f(x); }
+
+// ---- wave primitives ------------------------------------------------------------
+FAJIT_DEVICE float fa_shuffle(float value, int source_lane) {
+#if FAJIT_AMD
+    return __shfl(value, source_lane, FAJIT_WAVE_SIZE);
+#else
+    return __shfl_sync(0xffffffffu, value, source_lane);
+#endif
+}
+
+FAJIT_DEVICE float fa_shuffle_xor(float value, int lane_mask) {
+#if FAJIT_AMD
+    return __shfl_xor(value, lane_mask, FAJIT_WAVE_SIZE);
+#else
+    return __shfl_xor_sync(0xffffffffu, value, lane_mask);
+#endif
+}
+
+// Orders shared-memory writes of one wave before its lanes read them. Waves of a
+// block may diverge (rows past the end), so a block barrier would be wrong here.
+FAJIT_DEVICE void fa_wave_sync() {
+#if FAJIT_AMD
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+    __builtin_amdgcn_wave_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+#else
+    __syncwarp();
+#endif
+}
+
+FAJIT_DEVICE float fa_wave_max(float value) {
+    for (int mask = FAJIT_WAVE_SIZE / 2; mask > 0; mask /= 2) value = fmaxf(value, fa_shuffle_xor(value, mask));
+    return value;
+}
+
+FAJIT_DEVICE float fa_wave_sum(float value) {
+    for (int mask = FAJIT_WAVE_SIZE / 2; mask > 0; mask /= 2) value += fa_shuffle_xor(value, mask);
+    return value;
+}
+
+// ---- masking --------------------------------------------------------------------
+// Number of keys query row `row` may attend to. Bottom-right aligns the last query
+// with the last key (query i of Lq sees keys up to Lk-Lq+i), as chunked prefill needs.
+FAJIT_DEVICE int fa_visible_keys(int causal, int row, int len_q, int len_k) {
+    long long limit = len_k;
+    if (causal == FA_CAUSAL_TOP_LEFT) limit = static_cast<long long>(row) + 1;
+    if (causal == FA_CAUSAL_BOTTOM_RIGHT) limit = static_cast<long long>(len_k) - len_q + row + 1;
+    return static_cast<int>(limit < 0 ? 0 : (limit > len_k ? len_k : limit));
+}
+
+// ---- test instrumentation -------------------------------------------------------
+// Counters prove in tests that a code path ran; release builds compile them away.
+// Every family counts each row's rescale decision once (fa_rescale_frame):
+//   FA_COUNT_FRAME_MOVES  a frame that already existed moved, so O and the sum were rescaled;
+//   FA_COUNT_FRAME_KEPT   the step's maximum rose above the frame but by no more than the
+//                         margin, so the rescale was skipped.
+enum fa_debug_counter { FA_COUNT_FRAME_MOVES = 0, FA_COUNT_FRAME_KEPT = 1 };
+FAJIT_DEVICE void fa_count(const fa_params& p, int counter) {
+#if FAJIT_DEBUG_COUNTERS
+    if (p.debug_counters) atomicAdd(p.debug_counters + counter, 1ull);
+#endif
+}
+
+// ---- deferred rescale (DESIGN section 7) ------------------------------------------
+// One row's decision for one key step, in log2 units: the frame moves to the step's
+// maximum only when that passes it by more than the margin, so exp2(score - frame)
+// stays below exp(margin). Returns whether it moved; `correction` is then what O and
+// the running sum must be scaled by (0 for a row's first keys, whose frame was -inf).
+// `reports` names the one lane per row that counts the decision for the tests.
+FAJIT_DEVICE bool fa_rescale_frame(const fa_params& p, float step_max, float margin_log2, float& frame,
+                                   float& correction, bool reports) {
+    if (step_max > frame + margin_log2) {
+        if (reports && frame != fa_neg_inf()) fa_count(p, FA_COUNT_FRAME_MOVES);
+        correction = fa_exp2(frame - step_max);
+        frame = step_max;
+        return true;
+    }
+    if (reports && step_max > frame) fa_count(p, FA_COUNT_FRAME_KEPT);
+    correction = 1.0f;
+    return false;
+}
+
+// ---- small shared types -----------------------------------------------------------
+template <class A, class B>
+struct fa_same_type {
+    static constexpr bool value = false;
+};
+template <class A>
+struct fa_same_type<A, A> {
+    static constexpr bool value = true;
+};
+
+// 16 bytes moved as one 128-bit load or store.
+struct alignas(16) fa_u32x4 {
+    unsigned int x, y, z, w;
+};
+
+
+// Lane index within the wave; the kernels launch one-dimensional blocks.
+FAJIT_DEVICE int fa_lane() { return static_cast<int>(threadIdx.x) % FAJIT_WAVE_SIZE; }

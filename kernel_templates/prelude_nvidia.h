@@ -1,0 +1,194 @@
+// fa-jit prelude, NVIDIA part (sm_80 and later): cp.async copies, conversions, and the
+// softmax on the m16n8 accumulator layout that both NVIDIA tensor-core families use
+// (mma.sync's D fragment, which wgmma repeats once per warp of a warpgroup).
+// Thin wrappers over PTX; shared-memory operands are 32-bit shared-window addresses,
+// as the PTX takes them.
+#if FAJIT_NVIDIA
+FAJIT_DEVICE unsigned int fa_nv_shared_address(const void* pointer) {
+    return static_cast<unsigned int>(__cvta_generic_to_shared(pointer));
+}
+
+// Copies 16 bytes global -> shared without staging in registers. src_bytes < 16
+// zero-fills the rest (0: the whole chunk), which is how rows past the end become
+// zeros instead of whatever memory follows the tensor.
+FAJIT_DEVICE void fa_nv_cp_async16(unsigned int shared, const void* global, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared), "l"(global), "r"(src_bytes)
+                 : "memory");
+}
+FAJIT_DEVICE void fa_nv_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most `pending` committed groups of this thread are still in flight.
+template <int pending>
+FAJIT_DEVICE void fa_nv_cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+
+FAJIT_DEVICE void fa_nv_store_shared_u16(unsigned int shared, unsigned short value) {
+    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(shared), "h"(value) : "memory");
+}
+
+// Two floats rounded to nearest into one register of T pairs, lo in the low half.
+template <class T>
+FAJIT_DEVICE unsigned int fa_nv_pack2(float lo, float hi) {
+    unsigned int packed;
+    if constexpr (fa_same_type<T, fa_bf16>::value)
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));
+    else
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));
+    return packed;
+}
+
+// 2^x in one MUFU instruction; 2^-inf = 0, which masked scores rely on.
+FAJIT_DEVICE float fa_nv_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// Copies one 16-byte chunk, or zeros when the row is past the end. Without 16-byte
+// alignment cp.async would fault, so such tensors take element-wise copies instead,
+// one element at a time: that path holds no registers the fast path would miss.
+template <class T>
+FAJIT_DEVICE void fa_nv_copy_chunk(unsigned int target, const T* source, bool valid, bool aligned) {
+    if (aligned) {
+        fa_nv_cp_async16(target, source, valid ? 16 : 0);
+    } else {
+#pragma unroll 1
+        for (int e = 0; e < 8; ++e) fa_nv_store_shared_u16(target + 2 * e, valid ? source[e].bits : 0);
+    }
+}
+
+// Whether a tensor can be copied in 16-byte chunks: base and every stride aligned.
+FAJIT_DEVICE bool fa_nv_aligned16(const void* pointer, const long long (&stride)[3]) {
+    return (reinterpret_cast<unsigned long long>(pointer) % 16 == 0) && stride[0] % 8 == 0 && stride[1] % 8 == 0 &&
+           stride[2] % 8 == 0;
+}
+
+// ---- softmax on 16-row accumulator tiles ------------------------------------------
+// Both NVIDIA tensor-core families hold scores and output in the m16n8 accumulator
+// layout (mma.sync's D fragment, which wgmma repeats once per warp of a warpgroup):
+// with g = lane/4 and t = lane%4, element 4n + e of a tile is row g + 8(e/2), column
+// 8n + 2t + e%2. A row lives in one quad of lanes; index h = e/2 picks the row.
+
+// Sets keys at or past a row's `visible` count to -inf when `masked` (after scaling
+// by scale_log2 when `scale_here`), and gives each of the lane's two rows' maxima.
+// The mask is a pass of its own behind one branch: folded into the maximum's loop,
+// ptxas tested `masked` per score, four instructions each and a third of a step's
+// instructions (static count, sm_90a), on the steps without a mask too.
+template <int key_tiles, bool scale_here>
+FAJIT_DEVICE void fa_m16n8_mask_and_reduce(float (&s)[4 * key_tiles], float scale_log2, bool masked,
+                                               const int (&visible)[2], int key0, float (&row_max)[2]) {
+    const int t = static_cast<int>(threadIdx.x) % 4;
+    if constexpr (scale_here)
+#pragma unroll
+        for (int i = 0; i < 4 * key_tiles; ++i) s[i] *= scale_log2;
+    if (masked)
+#pragma unroll
+        for (int i = 0; i < 4 * key_tiles; ++i)
+            if (key0 + 8 * (i / 4) + 2 * t + i % 2 >= visible[(i % 4) / 2]) s[i] = fa_neg_inf();
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float largest = fa_neg_inf();
+#pragma unroll
+        for (int n = 0; n < key_tiles; ++n) largest = fmaxf(largest, fmaxf(s[4 * n + 2 * h], s[4 * n + 2 * h + 1]));
+        largest = fmaxf(largest, fa_shuffle_xor(largest, 1));
+        row_max[h] = fmaxf(largest, fa_shuffle_xor(largest, 2));
+    }
+}
+
+// Masks the scores and gives each of the lane's two rows' maxima in log2 units. A
+// positive scale is left for fa_m16n8_exponentiate to fold into its exponent
+// (scaling the maximum of the raw scores gives the maximum of the scaled ones), which
+// spares a multiply per score; any other scale is applied here. Returns the factor
+// the scores still need.
+template <int key_tiles>
+FAJIT_DEVICE float fa_m16n8_scores(float (&s)[4 * key_tiles], float scale_log2, bool masked,
+                                       const int (&visible)[2], int key0, float (&row_max)[2]) {
+    if (scale_log2 > 0.0f) {
+        fa_m16n8_mask_and_reduce<key_tiles, false>(s, scale_log2, masked, visible, key0, row_max);
+        for (int h = 0; h < 2; ++h) row_max[h] *= scale_log2;
+        return scale_log2;
+    }
+    fa_m16n8_mask_and_reduce<key_tiles, true>(s, scale_log2, masked, visible, key0, row_max);
+    return 1.0f;
+}
+
+// The deferred rescale (DESIGN section 7) for the lane's two rows, the first being
+// `row`: a frame moves only when the step's maximum passes it by more than the margin.
+// Returns whether either row moved; `correction` is what O must be scaled by.
+FAJIT_DEVICE bool fa_m16n8_move_frames(const fa_params& p, int row, float margin_log2, const float (&row_max)[2],
+                                       float (&frame)[2], float (&sum)[2], float (&correction)[2]) {
+    const bool reporter = threadIdx.x % 4 == 0;  // one lane of a row's quad
+    bool moved = false;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const bool reports = reporter && row + 8 * h < p.len_q;
+        if (fa_rescale_frame(p, row_max[h], margin_log2, frame[h], correction[h], reports)) {
+            sum[h] *= correction[h];
+            moved = true;
+        }
+    }
+    return moved;
+}
+
+// P = exp2(S * multiplier - frame), in place, added to the running sums. A row with no
+// key yet has frame -inf; subtracting 0 instead keeps its masked scores at 0, not NaN.
+template <int key_tiles>
+FAJIT_DEVICE void fa_m16n8_exponentiate(float (&s)[4 * key_tiles], float multiplier, const float (&frame)[2],
+                                            float (&sum)[2]) {
+    float base[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) base[h] = frame[h] == fa_neg_inf() ? 0.0f : frame[h];
+#pragma unroll
+    for (int i = 0; i < 4 * key_tiles; ++i) {
+        s[i] = fa_nv_exp2(fmaf(s[i], multiplier, -base[(i % 4) / 2]));
+        sum[(i % 4) / 2] += s[i];
+    }
+}
+
+// P rounded to T and packed as A fragments of the P V product: the accumulators of key
+// tiles 2s and 2s+1 are exactly the A fragment of 16-key slice s. Kept apart from the
+// exponentiation so that a kernel can do that while the previous P V still reads the
+// registers this writes.
+template <class T, int key_tiles>
+FAJIT_DEVICE void fa_m16n8_pack(const float (&p)[4 * key_tiles], unsigned int (&probability)[key_tiles / 2][4]) {
+#pragma unroll
+    for (int n = 0; n < key_tiles; ++n) {
+        probability[n / 2][2 * (n % 2)] = fa_nv_pack2<T>(p[4 * n], p[4 * n + 1]);
+        probability[n / 2][2 * (n % 2) + 1] = fa_nv_pack2<T>(p[4 * n + 2], p[4 * n + 3]);
+    }
+}
+
+// Normalizes and stores the lane's two rows of O (first row `row`), and their LSE.
+template <class T, int dim_tiles>
+FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, int batch, int head, int row,
+                                     const float (&out)[4 * dim_tiles], const float (&frame)[2],
+                                     const float (&sum)[2]) {
+    const int t = static_cast<int>(threadIdx.x) % 4;
+    T* o = static_cast<T*>(p.o) + batch * p.o_stride[0] + head * p.o_stride[1];
+    const bool aligned = fa_nv_aligned16(p.o, p.o_stride);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float total = sum[h];
+        total += fa_shuffle_xor(total, 1);
+        total += fa_shuffle_xor(total, 2);
+        const int r = row + 8 * h;
+        if (r >= p.len_q) continue;
+        const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
+        T* out_row = o + r * p.o_stride[2] + 2 * t;
+#pragma unroll
+        for (int n = 0; n < dim_tiles; ++n) {
+            const float lo = out[4 * n + 2 * h] * inverse;
+            const float hi = out[4 * n + 2 * h + 1] * inverse;
+            if (aligned) {
+                *reinterpret_cast<unsigned int*>(out_row + 8 * n) = fa_nv_pack2<T>(lo, hi);
+            } else {
+                out_row[8 * n] = fa_from_float<T>(lo);
+                out_row[8 * n + 1] = fa_from_float<T>(hi);
+            }
+        }
+        if (p.lse && t == 0)
+            p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.len_q + r] =
+                total > 0.0f ? (frame[h] + fa_log2(total)) * FAJIT_LN2 : fa_neg_inf();
+    }
+}
+#endif

@@ -1,0 +1,59 @@
+#pragma once
+// A kernel family as data: everything the library knows of one family, in one place.
+// A new family is its template in kernel_templates/, one descriptor (a .cpp file in
+// this folder), and one row in the variant table (registry.cpp).
+#include <array>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "backend/backend.hpp"
+#include "fajit/attention.hpp"
+#include "fajit/kernel_spec.hpp"
+#include "spec/shape_class.hpp"
+
+namespace fajit {
+
+struct Tile {
+    int block_q = 0;
+    int block_k = 0;
+    int waves = 0;
+};
+
+// The shared memory (LDS) a kernel uses, as the host computes it. The emitter writes
+// shared_bytes and every constant into the emitted spec; the template takes its layout
+// choices from those constants and static_asserts that its buffers fit in shared_bytes,
+// so a host figure below what the kernel uses fails to compile instead of overrunning.
+struct LayoutConstant {
+    std::string_view name;  // empty: unused
+    int value = 0;
+};
+struct SharedLayout {
+    unsigned shared_bytes = 0;  // static or dynamic, whichever the kernel declares
+    bool dynamic = false;       // launched as dynamic shared memory of shared_bytes
+    // Fixed room, so a launch (which computes the layout) allocates nothing.
+    std::array<LayoutConstant, 2> constants{};  // e.g. {"kv_stages", 3}
+};
+
+struct FamilyDescriptor {
+    std::string_view name;           // as spec text spells it, e.g. "mma-sm80"
+    std::string_view template_file;  // in kernel_templates/
+    std::string_view kernel;         // the __global__ template the emitter instantiates
+    // Prelude parts the source holds, in order, before the template; prelude_common.h first.
+    std::span<const std::string_view> prelude_parts;
+    std::span<const DType> dtypes;
+    std::span<const int> head_dims;  // ascending
+    std::string_view targets;        // the archs compiles_for accepts, for messages
+    bool (*compiles_for)(std::string_view arch);
+    // The family's own rules (tiles, registers, margin) for a spec whose arch, head dim
+    // and dtype it supports: empty, or a message naming the field, as validate() gives.
+    std::string (*check)(const KernelSpec&);
+    // Tiles for a shape: the dispatcher's choice, and with QueryLength::large the
+    // defaults of spec text.
+    Tile (*choose_tile)(const ShapeClass&, std::string_view arch);
+    SharedLayout (*shared_layout)(const KernelSpec&);
+    unsigned (*shared_limit)(std::string_view arch);  // the most shared memory a block may use
+    LaunchShape (*launch_shape)(const KernelSpec&, const AttentionArgs&, const SharedLayout&, int compute_units);
+};
+
+}  // namespace fajit

@@ -1,0 +1,81 @@
+// mma-sm80: FlashAttention-2 style mma.sync m16n8k16 with ldmatrix and a cp.async
+// pipeline, for NVIDIA sm_80 and later.
+#include "families/family_rules.hpp"
+#include "spec/arch.hpp"
+#include "spec/spec_fields.hpp"
+
+namespace fajit {
+namespace {
+
+constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_nvidia.h", "prelude_sm80.h"};
+constexpr DType dtypes[] = {DType::f16, DType::bf16};
+constexpr int head_dims[] = {64, 80, 96, 128, 256};
+
+bool sm80_or_newer(std::string_view arch) { return sm_version(arch) >= 80; }
+
+std::string check(const KernelSpec& spec) {
+    if (auto error = waves_error(spec); !error.empty()) return error;
+    if (spec.block_q != 16 * spec.waves && spec.block_q != 32 * spec.waves)
+        return field_error("bq", std::to_string(spec.block_q),
+                           "family mma-sm80 needs 16 or 32 query rows per warp (" + std::to_string(16 * spec.waves) +
+                               " or " + std::to_string(32 * spec.waves) + ")");
+    if (spec.block_k < 16 || spec.block_k % 16 != 0 || spec.block_k > 128)
+        return field_error("bk", std::to_string(spec.block_k), "family mma-sm80 needs a multiple of 16, at most 128");
+    // Each lane holds rows/warp * (d + bk) / 32 f32 accumulators (O and S). At 192
+    // (32 rows, d=128, bk=64) ptxas already spills; 160 compiles clean at every head dim
+    // (tools/tiles/mma_sm80.md lists the register counts).
+    const int accumulators = spec.block_q / spec.waves * (spec.head_dim + spec.block_k) / 32;
+    if (accumulators > 160)
+        return field_error("bk", std::to_string(spec.block_k),
+                           "family mma-sm80 would hold " + std::to_string(accumulators) +
+                               " accumulators per lane (at most 160): use fewer rows per warp or a smaller bk");
+    return rounded_probability_margin_error(spec);
+}
+
+// fa_mma_layout: Q plus `kv_stages` K and V buffers; rows of d/8 16-byte chunks plus
+// one chunk of padding. Head dim 64 tiles are small enough for a third buffer at two
+// blocks per SM.
+SharedLayout shared_layout(const KernelSpec& spec) {
+    const unsigned row_bytes = 16u * (static_cast<unsigned>(spec.head_dim) / 8u + 1u);
+    const int stages = spec.head_dim <= 64 ? 3 : 2;
+    const unsigned rows = static_cast<unsigned>(spec.block_q + 2 * stages * spec.block_k);
+    return {row_bytes * rows, true, {{{"kv_stages", stages}}}};
+}
+
+// The measured table; tools/tiles/mma_sm80.md records the candidates and timings. Up to
+// d=96, 4 warps of 32 rows with 64-key steps. From d=128 the registers allow 32 rows
+// only with 32-key steps, and on the H200 8 warps of 16 rows with long key steps (fewer
+// barriers and softmax passes per key) measured faster; they need an sm_90-class part's
+// 227 KiB of shared memory, so other targets (sm_80 included) keep the narrow tiles.
+// A warp computes 16 or more rows at once, so short query runs cost the same tile.
+Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
+    const Tile narrow = {shape.head_dim > 128 ? 64 : 128, shape.head_dim >= 128 ? 32 : 64, 4};
+    if (shape.head_dim < 128) return narrow;
+    const Tile wide = {128, shape.head_dim > 128 ? 64 : 128, 8};
+    KernelSpec spec;
+    spec.head_dim = shape.head_dim;
+    spec.block_q = wide.block_q;
+    spec.block_k = wide.block_k;
+    spec.waves = wide.waves;
+    return shared_layout(spec).shared_bytes <= nvidia_shared_limit(arch) ? wide : narrow;
+}
+
+}  // namespace
+
+extern const FamilyDescriptor mma_sm80_family = {
+    .name = "mma-sm80",
+    .template_file = "fa_mma_sm80.h",
+    .kernel = "fa_mma_sm80",
+    .prelude_parts = prelude_parts,
+    .dtypes = dtypes,
+    .head_dims = head_dims,
+    .targets = "NVIDIA targets sm_80 or later",
+    .compiles_for = sm80_or_newer,
+    .check = check,
+    .choose_tile = choose_tile,
+    .shared_layout = shared_layout,
+    .shared_limit = nvidia_shared_limit,
+    .launch_shape = tiled_launch,
+};
+
+}  // namespace fajit

@@ -1,0 +1,68 @@
+// wmma-gfx11: gfx11's WMMA (16x16x16, wave32) with O kept and rescaled in registers;
+// on NVIDIA the same template runs through the prelude's lane-faithful emulation.
+#include "families/family_rules.hpp"
+#include "spec/arch.hpp"
+#include "spec/spec_fields.hpp"
+
+namespace fajit {
+namespace {
+
+constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_wmma_tile.h"};
+constexpr DType dtypes[] = {DType::f16, DType::bf16};
+constexpr int head_dims[] = {64, 80, 96, 128, 256};
+
+bool gfx11_or_emulated(std::string_view arch) { return is_gfx11(arch) || vendor_of(arch) == Vendor::nvidia; }
+
+std::string check(const KernelSpec& spec) {
+    if (auto error = waves_error(spec); !error.empty()) return error;
+    if (spec.block_q != 16 * spec.waves)
+        return field_error("bq", std::to_string(spec.block_q),
+                           "family wmma-gfx11 needs 16 query rows per wave (" + std::to_string(16 * spec.waves) + ")");
+    if (spec.block_k < 16 || spec.block_k % 16 != 0 || spec.block_k > 128)
+        return field_error("bk", std::to_string(spec.block_k), "family wmma-gfx11 needs a multiple of 16, at most 128");
+    return rounded_probability_margin_error(spec);
+}
+
+// 16 query rows per wave. Short query runs use fewer waves per block, so the tile wastes
+// fewer rows; head dim 256 stages Q in LDS as well, which halves the key step (64-key
+// steps of 4 waves would need 102 KiB).
+Tile choose_tile(const ShapeClass& shape, std::string_view) {
+    int waves = shape.head_dim > 128 ? 2 : 4;
+    if (shape.query_length == QueryLength::decode)
+        waves = 1;
+    else if (shape.query_length == QueryLength::small)
+        waves = 2;
+    return {16 * waves, shape.head_dim > 128 ? 32 : 64, waves};
+}
+
+// fa_wmma_layout: K rows and transposed V rows padded by 8 elements, plus Q for head
+// dims over 128. Static LDS on AMD; on NVIDIA (the emulation) dynamic, since more than
+// 48 KiB must be.
+SharedLayout shared_layout(const KernelSpec& spec) {
+    const unsigned d = static_cast<unsigned>(spec.head_dim);
+    const unsigned k = static_cast<unsigned>(spec.block_k);
+    const unsigned q_rows = spec.head_dim > 128 ? 16u * static_cast<unsigned>(spec.waves) : 0u;
+    return {2u * (k * (d + 8) + d * (k + 8) + q_rows * (d + 8)), vendor_of(spec.arch) == Vendor::nvidia, {}};
+}
+
+unsigned lds_limit(std::string_view) { return 64u * 1024u; }
+
+}  // namespace
+
+extern const FamilyDescriptor wmma_gfx11_family = {
+    .name = "wmma-gfx11",
+    .template_file = "fa_wmma_gfx11.h",
+    .kernel = "fa_wmma_gfx11",
+    .prelude_parts = prelude_parts,
+    .dtypes = dtypes,
+    .head_dims = head_dims,
+    .targets = "gfx11 natively and NVIDIA (sm_*) through its emulation",
+    .compiles_for = gfx11_or_emulated,
+    .check = check,
+    .choose_tile = choose_tile,
+    .shared_layout = shared_layout,
+    .shared_limit = lds_limit,
+    .launch_shape = tiled_launch,
+};
+
+}  // namespace fajit
