@@ -44,7 +44,8 @@ Selection select_variant(std::string_view arch, const ShapeClass& shape, const O
     if (options.force_fallback)
         return {fallback_spec(shape, arch), "FAJIT_FORCE_FALLBACK=1 asks for " + fallback_name, true};
 
-    // FAJIT_FAMILY bypasses the arch classes: that is how wmma-gfx11 runs in emulation on NVIDIA.
+    // FAJIT_FAMILY bypasses the arch classes: that is how an emulation runs (a family run
+    // on a target its row is not offered on).
     std::string refusals;
     for (const VariantRow& row : variant_table()) {
         const FamilyDescriptor& family = *row.family;
@@ -55,8 +56,8 @@ Selection select_variant(std::string_view arch, const ShapeClass& shape, const O
             refusals += (refusals.empty() ? "" : "; ") + spec.family + " cannot run it (" + error + ")";
             continue;
         }
-        // A specialized row that cannot take the shape yields to the next one (wgmma-sm90
-        // to mma-sm80 at d=80, say) without complaint; only ending on the fallback is one.
+        // A specialized row that cannot take the shape yields to the next one without
+        // complaint; only ending on the fallback is a fallback.
         const bool fell_back = &family == &fallback_family() && !refusals.empty();
         // Tiles are pinned on the variant that runs; a fallback keeps its own tiles.
         if (!options.tile.empty() && !fell_back) spec = pinned(std::move(spec), options.tile);

@@ -36,7 +36,7 @@ struct SharedLayout {
 };
 
 struct FamilyDescriptor {
-    std::string_view name;           // as spec text spells it, e.g. "mma-sm80"
+    std::string_view name;           // as spec text spells it
     std::string_view template_file;  // in kernel_templates/
     std::string_view kernel;         // the __global__ template the emitter instantiates
     // Prelude parts the source holds, in order, before the template; prelude_common.h first.

@@ -28,7 +28,7 @@ const FamilyDescriptor& fallback_family();
 const FamilyDescriptor* find_family(std::string_view name);
 // The family of a spec; throws std::invalid_argument for a name no family has.
 const FamilyDescriptor& family_of(const KernelSpec&);
-// "scalar, wmma-gfx11, ..." in table order, for help texts and errors.
+// Every family's name, the fallback first, for help texts and errors.
 std::string family_names(std::string_view last_separator = " or ");
 
 SharedLayout shared_layout(const KernelSpec&);

@@ -146,8 +146,8 @@ struct Runtime::State {
             failed.record(text, compiler, *failure);
         }
         if (options.strict)
-            throw Error(failure->kind, "FAJIT_STRICT=1 refuses the scalar fallback: " + failure->summary);
-        say_once(spdlog::level::warn, failure->summary + "\n  running the scalar family instead");
+            throw Error(failure->kind, "FAJIT_STRICT=1 refuses the fallback to " + std::string(fallback_family().name) + ": " + failure->summary);
+        say_once(spdlog::level::warn, failure->summary + "\n  running the fallback, " + std::string(fallback_family().name) + ", instead");
         return nullptr;
     }
 
@@ -161,7 +161,7 @@ struct Runtime::State {
         if (!selection.fallback_reason.empty()) {
             if (options.strict && !selection.forced)
                 throw Error(ErrorKind::unsupported,
-                            "FAJIT_STRICT=1 refuses the scalar fallback: " + selection.fallback_reason);
+                            "FAJIT_STRICT=1 refuses the fallback to " + std::string(fallback_family().name) + ": " + selection.fallback_reason);
             say_once(selection.forced ? spdlog::level::info : spdlog::level::warn,
                      selection.fallback_reason + "; running " + to_string(selection.spec));
         }

@@ -326,7 +326,7 @@ TEST_CASE("devices reports every backend's view as JSON") {
 TEST_CASE("bench times the selected variant against scalar on a GPU, and says why not without one") {
     const fs::path cache = fresh_directory("bench");
     const CliRun run = fa_jit(with_cache({"bench", "--json", "--heads-q", "4", "--heads-kv", "2", "--len-q", "128",
-                                          "--len-k", "256", "--head-dim", "64", "--reps", "3", "--scalar-reps", "1"},
+                                          "--len-k", "256", "--head-dim", "64", "--reps", "3", "--fallback-reps", "1"},
                                          cache));
     INFO(run.err);
     if (run.exit_code == exit_failed) {
@@ -337,6 +337,6 @@ TEST_CASE("bench times the selected variant against scalar on a GPU, and says wh
     REQUIRE(run.exit_code == 0);
     const json report = json::parse(run.out);
     CHECK(report["selected"]["ms"].get<double>() > 0.0);
-    CHECK(report["scalar"]["spec"].get<std::string>().find("family=scalar") == 0);
+    CHECK(report["fallback"]["spec"].get<std::string>().find("family=scalar") == 0);
     CHECK(report["speedup"].get<double>() > 0.0);
 }

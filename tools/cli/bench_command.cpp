@@ -1,4 +1,4 @@
-// fa-jit bench: times the variant the library selects for a shape against the scalar
+// fa-jit bench: times the variant the library selects for a shape against the fallback
 // fallback, on one device, with the same inputs. Each figure is the wall time of `reps`
 // back-to-back calls between two synchronizations, after warm-up calls, so compiling
 // and loading stay out of it.
@@ -35,7 +35,7 @@ struct BenchOptions {
     int device = 0;
     int warmup = 3;
     int reps = 20;
-    int scalar_reps = 3;  // the fallback is ~100x slower; a few calls time it well enough
+    int fallback_reps = 3;  // the fallback is ~100x slower; a few calls time it well enough
 };
 
 // A device allocation of the backend that runs kernels, freed on every path.
@@ -154,7 +154,7 @@ int run_bench(const CommonOptions& common, const BenchOptions& bench) {
     Runtime selected(options);
     Options fallback_options = options;
     fallback_options.force_fallback = true;
-    Runtime scalar(fallback_options);
+    Runtime fallback(fallback_options);
     const double flops = 4.0 * bench.head_dim * bench.batch * bench.heads_q * visible_pairs(args);
 
     struct Timing {
@@ -164,9 +164,9 @@ int run_bench(const CommonOptions& common, const BenchOptions& bench) {
     };
     const std::string selected_spec = to_string(selected.select(args));
     const double selected_ms = milliseconds_per_call(selected, *runner, args, bench.warmup, bench.reps);
-    const std::string scalar_spec = to_string(scalar.select(args));
-    const double scalar_ms = milliseconds_per_call(scalar, *runner, args, 1, bench.scalar_reps);
-    const Timing timings[] = {{"selected", selected_spec, selected_ms}, {"scalar", scalar_spec, scalar_ms}};
+    const std::string fallback_spec = to_string(fallback.select(args));
+    const double fallback_ms = milliseconds_per_call(fallback, *runner, args, 1, bench.fallback_reps);
+    const Timing timings[] = {{"selected", selected_spec, selected_ms}, {"fallback", fallback_spec, fallback_ms}};
 
     if (common.json) {
         nlohmann::json report = {{"shape",
@@ -179,7 +179,7 @@ int run_bench(const CommonOptions& common, const BenchOptions& bench) {
                                    {"dtype", bench.dtype},
                                    {"causal", bench.causal}}},
                                  {"flops", flops},
-                                 {"speedup", scalar_ms / selected_ms}};
+                                 {"speedup", fallback_ms / selected_ms}};
         for (const auto& timing : timings)
             report[timing.name] = {{"spec", timing.spec}, {"ms", timing.ms}, {"tflops", flops / timing.ms / 1e9}};
         std::cout << report.dump(2) << "\n";
@@ -191,7 +191,7 @@ int run_bench(const CommonOptions& common, const BenchOptions& bench) {
                   << std::setw(8) << std::setprecision(1) << flops / timing.ms / 1e9 << " TFLOP/s  " << timing.spec
                   << "\n"
                   << std::setprecision(3);
-    std::cout << "speedup over scalar: " << std::setprecision(1) << scalar_ms / selected_ms << "x\n";
+    std::cout << "speedup over the fallback: " << std::setprecision(1) << fallback_ms / selected_ms << "x\n";
     return exit_success;
 }
 
@@ -200,7 +200,7 @@ int run_bench(const CommonOptions& common, const BenchOptions& bench) {
 Command add_bench_command(CLI::App& app) {
     auto common = std::make_shared<CommonOptions>();
     auto bench = std::make_shared<BenchOptions>();
-    auto* command = app.add_subcommand("bench", "time the selected variant against the scalar path on a GPU");
+    auto* command = app.add_subcommand("bench", "time the selected variant against the fallback on a GPU");
     add_common_options(*command, *common);
     command->add_option("--batch", bench->batch, "batch size")->capture_default_str();
     command->add_option("--heads-q", bench->heads_q, "query heads")->capture_default_str();
@@ -213,7 +213,7 @@ Command add_bench_command(CLI::App& app) {
     command->add_option("--device", bench->device, "device ordinal")->capture_default_str();
     command->add_option("--warmup", bench->warmup, "untimed calls first")->capture_default_str();
     command->add_option("--reps", bench->reps, "timed calls of the selected variant")->capture_default_str();
-    command->add_option("--scalar-reps", bench->scalar_reps, "timed calls of the scalar path")->capture_default_str();
+    command->add_option("--fallback-reps", bench->fallback_reps, "timed calls of the fallback")->capture_default_str();
     return {command, [common, bench] { return run_bench(*common, *bench); }};
 }
 

@@ -25,8 +25,8 @@ struct SweepRequest {
     std::optional<int> block_q, block_k, waves;  // empty: the family's defaults
 };
 
-// Every valid combination, in a stable order. Combinations a spec validation rejects (say
-// wmma-gfx11 on gfx942) are skipped and logged at debug level. Throws UsageError, with the
+// Every valid combination, in a stable order. Combinations a spec validation rejects (a
+// family on an arch it does not compile for) are skipped and logged at debug level. Throws UsageError, with the
 // validation message naming the field, when a value named on its own (not produced by a
 // range or a default) is valid for no arch and family, or when nothing valid remains.
 std::vector<KernelSpec> expand_sweep(const SweepRequest& request);

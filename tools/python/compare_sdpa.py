@@ -63,9 +63,9 @@ def parse_arguments():
     parser.add_argument("--len-k", type=int, nargs="+", default=[2048, 8192, 16384])
     parser.add_argument("--dtype", choices=list(DTYPES), default="f16")
     parser.add_argument("--causal", choices=list(fajit.CAUSAL_MODES), default="bottom-right")
-    parser.add_argument("--family", default=None, help="FAJIT_FAMILY for fa-jit: auto, scalar, wmma-gfx11, ...")
+    parser.add_argument("--family", default=None, help="FAJIT_FAMILY for fa-jit: auto or a family name (fa-jit warm --help lists them)")
     parser.add_argument("--strict", action="store_true",
-                        help="FAJIT_STRICT=1: fail rather than let fa-jit fall back to scalar")
+                        help="FAJIT_STRICT=1: fail rather than let fa-jit fall back")
     parser.add_argument("--backends", nargs="+", default=["fajit", *TORCH_BACKENDS],
                         choices=["fajit", *TORCH_BACKENDS])
     parser.add_argument("--reference", choices=["f64", "f32"], default="f64")
