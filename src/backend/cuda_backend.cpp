@@ -157,13 +157,18 @@ struct Driver {
         if (status != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + ": " + describe(status));
     }
 
-    void make_current(int ordinal) const {
+    // Makes the primary context of the device current; returns the first failure. For
+    // destructors, which cannot throw.
+    CUresult try_make_current(int ordinal) const noexcept {
         CUdevice device;
-        check(device_get(&device, ordinal), "cuDeviceGet");
         CUcontext context;
-        check(retain_primary(&context, device), "cuDevicePrimaryCtxRetain");
-        check(set_current(context), "cuCtxSetCurrent");
+        CUresult status = device_get(&device, ordinal);
+        if (status == CUDA_SUCCESS) status = retain_primary(&context, device);
+        if (status == CUDA_SUCCESS) status = set_current(context);
+        return status;
     }
+
+    void make_current(int ordinal) const { check(try_make_current(ordinal), "making the device's context current"); }
 };
 
 const Nvrtc& nvrtc() {
@@ -176,25 +181,34 @@ const Driver& driver() {
     return instance;
 }
 
-// A destructor cannot hand a failed release to its caller, so it logs it. A driver already
-// shut down at process exit (CUDA_ERROR_DEINITIALIZED) released everything with its contexts.
-void log_failed_release(const char* call, CUresult status) noexcept {
-    if (status == CUDA_ERROR_DEINITIALIZED) return;
+// A destructor cannot hand a failed release to its caller, so it logs it.
+void log_failed_release(const char* call, const char* reason) noexcept {
     try {
-        spdlog::warn("{} failed: {}", call, driver().describe(status));
+        spdlog::warn("{} failed: {}", call, reason);
     } catch (...) {
         // Nothing is left to tell.
     }
 }
 
-// Owns an nvrtcProgram so it is destroyed on every path, errors included.
+// A driver already shut down at process exit (CUDA_ERROR_DEINITIALIZED) released
+// everything with its contexts.
+void log_failed_release(const char* call, CUresult status) noexcept {
+    if (status == CUDA_ERROR_DEINITIALIZED) return;
+    const char* text = nullptr;
+    if (driver().error_string) driver().error_string(status, &text);
+    log_failed_release(call, text ? text : "unknown CUDA error");
+}
+
+// Owns an nvrtcProgram so it is destroyed on every path, errors and exceptions included.
 class Program {
 public:
     Program(const Nvrtc& api, const CompileRequest& request) : api_(api) {
         status_ = api_.create(&program_, request.source.c_str(), request.program_name.c_str(), 0, nullptr, nullptr);
     }
     ~Program() {
-        if (program_) api_.destroy(&program_);
+        if (!program_) return;
+        if (nvrtcResult status = api_.destroy(&program_); status != NVRTC_SUCCESS)
+            log_failed_release("nvrtcDestroyProgram", api_.error_string(status));
     }
     Program(const Program&) = delete;
     Program& operator=(const Program&) = delete;
@@ -211,10 +225,15 @@ class CudaKernel final : public LoadedKernel {
 public:
     CudaKernel(int device, CUmodule module, CUfunction function)
         : device_(device), module_(module), function_(function) {}
+    // cuModuleUnload acts on the current context, so the device's is made current first.
     ~CudaKernel() override {
-        driver().make_current(device_);
-        driver().module_unload(module_);
+        const Driver& api = driver();
+        CUresult status = api.try_make_current(device_);
+        if (status == CUDA_SUCCESS) status = api.module_unload(module_);
+        if (status != CUDA_SUCCESS) log_failed_release("cuModuleUnload", status);
     }
+    CudaKernel(const CudaKernel&) = delete;
+    CudaKernel& operator=(const CudaKernel&) = delete;
 
     std::string launch(const LaunchShape& shape, const void* argument, std::size_t argument_bytes,
                        void* stream) override {

@@ -156,25 +156,32 @@ const HipRuntime& hip() {
     return instance;
 }
 
-// A destructor cannot hand a failed release to its caller, so it logs it. A runtime already
-// shut down at process exit (hipErrorDeinitialized) released everything with its devices.
-void log_failed_release(const char* call, hipError_t status) noexcept {
-    if (status == hipErrorDeinitialized) return;
+// A destructor cannot hand a failed release to its caller, so it logs it.
+void log_failed_release(const char* call, const char* reason) noexcept {
     try {
-        spdlog::warn("{} failed: {}", call, hip().error_string(status));
+        spdlog::warn("{} failed: {}", call, reason);
     } catch (...) {
         // Nothing is left to tell.
     }
 }
 
-// Owns a hiprtcProgram so it is destroyed on every path, errors included.
+// A runtime already shut down at process exit (hipErrorDeinitialized) released everything
+// with its devices.
+void log_failed_release(const char* call, hipError_t status) noexcept {
+    if (status == hipErrorDeinitialized) return;
+    log_failed_release(call, hip().error_string(status));
+}
+
+// Owns a hiprtcProgram so it is destroyed on every path, errors and exceptions included.
 class Program {
 public:
     Program(const Hiprtc& api, const CompileRequest& request) : api_(api) {
         status_ = api_.create(&program_, request.source.c_str(), request.program_name.c_str(), 0, nullptr, nullptr);
     }
     ~Program() {
-        if (program_) api_.destroy(&program_);
+        if (!program_) return;
+        if (hiprtcResult status = api_.destroy(&program_); status != HIPRTC_SUCCESS)
+            log_failed_release("hiprtcDestroyProgram", api_.error_string(status));
     }
     Program(const Program&) = delete;
     Program& operator=(const Program&) = delete;
@@ -191,11 +198,14 @@ class HipKernel final : public LoadedKernel {
 public:
     HipKernel(int device, hipModule_t module, hipFunction_t function)
         : device_(device), module_(module), function_(function) {}
+    // The module was loaded with its device current, and is unloaded the same way.
     ~HipKernel() override {
-        // Nothing useful can be done about a failed unload in a destructor.
-        (void)hip().set_device(device_);
-        (void)hip().module_unload(module_);
+        hipError_t status = hip().set_device(device_);
+        if (status == hipSuccess) status = hip().module_unload(module_);
+        if (status != hipSuccess) log_failed_release("hipModuleUnload", status);
     }
+    HipKernel(const HipKernel&) = delete;
+    HipKernel& operator=(const HipKernel&) = delete;
 
     std::string launch(const LaunchShape& shape, const void* argument, std::size_t argument_bytes,
                        void* stream) override {

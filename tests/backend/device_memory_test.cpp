@@ -2,12 +2,15 @@
 // GPU suites and tools use of a toolkit. Each check runs on the fake backend, and again on
 // the device the GPU suites use; that half skips, saying why, where no device exists.
 #include <doctest/doctest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -76,6 +79,19 @@ TEST_CASE("a device buffer round-trips values, fills, and refuses an upload that
 TEST_CASE("two events time the work queued between them") {
     check_events(*fake_backend(), 0);
     if (const Backend* backend = device_backend()) check_events(*backend, test_device);
+}
+
+TEST_CASE("a buffer whose release fails logs the failure from its destructor instead of throwing") {
+    FakeBackendConfig config;
+    config.failing_releases = true;
+    const auto backend = make_fake_backend(config, std::make_shared<FakeBackendCounters>());
+    std::ostringstream log;
+    const auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+    spdlog::default_logger()->sinks().push_back(sink);
+    CHECK_NOTHROW(DeviceBuffer(*backend, 0, 64));
+    spdlog::default_logger()->sinks().pop_back();
+    CHECK(log.str().find("releasing a device buffer of 64 bytes: the fake runtime refuses to free") !=
+          std::string::npos);
 }
 
 TEST_CASE("events of different backends cannot be compared") {

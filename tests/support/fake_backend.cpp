@@ -86,7 +86,10 @@ public:
 
     // Host memory stands in for device memory: fake kernels never touch it.
     void* allocate(int, std::size_t bytes) const override { return ::operator new(bytes); }
-    void release(int, void* pointer) const override { ::operator delete(pointer); }
+    void release(int, void* pointer) const override {
+        ::operator delete(pointer);
+        if (config_.failing_releases) throw std::runtime_error("the fake runtime refuses to free");
+    }
     void upload(int, void* destination, const void* source, std::size_t bytes) const override {
         std::memcpy(destination, source, bytes);
     }
