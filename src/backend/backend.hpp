@@ -48,6 +48,20 @@ public:
     virtual std::string launch(const LaunchShape&, const void* argument, std::size_t argument_bytes, void* stream) = 0;
 };
 
+// A point in a stream's queue of work. Two of them time the work queued between them,
+// on the device, free of host launch overhead.
+class DeviceEvent {
+public:
+    // Never throws: a failed destroy is logged.
+    virtual ~DeviceEvent() = default;
+    // Marks the point after the work queued so far on stream (hipStream_t / CUstream,
+    // null for the default stream).
+    virtual void record(void* stream) = 0;
+    // Waits until this event's point is reached, then returns the device milliseconds
+    // since earlier's. Both must be recorded, on the same device of the same backend.
+    virtual float milliseconds_since(const DeviceEvent& earlier) const = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -65,11 +79,16 @@ public:
     // naming the failure when the loader rejects the code.
     virtual std::unique_ptr<LoadedKernel> load(int device, std::span<const std::byte> code,
                                                const std::string& lowered_name) const = 0;
-    // Device memory for tools and benchmarks; engines bring their own. Each throws
-    // std::runtime_error naming the failed call.
+    // Device memory, copies and timing for tools, tests and benchmarks; engines bring
+    // their own. Each throws std::runtime_error naming the failed call. Copies and fills
+    // are ordered with the work of the default stream.
     virtual void* allocate(int device, std::size_t bytes) const = 0;
     virtual void release(int device, void* pointer) const = 0;
     virtual void upload(int device, void* destination, const void* source, std::size_t bytes) const = 0;
+    virtual void download(int device, void* destination, const void* source, std::size_t bytes) const = 0;
+    // Sets bytes bytes from destination on to byte.
+    virtual void fill(int device, void* destination, unsigned char byte, std::size_t bytes) const = 0;
+    virtual std::unique_ptr<DeviceEvent> create_event(int device) const = 0;
     // Waits for all work queued on the device, and reports a failed kernel.
     virtual void synchronize(int device) const = 0;
 };

@@ -3,6 +3,8 @@
 #include <cuda.h>
 #include <nvrtc.h>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <mutex>
@@ -101,6 +103,13 @@ struct Driver {
     decltype(&cuMemAlloc) memory_allocate = nullptr;
     decltype(&cuMemFree) memory_free = nullptr;
     decltype(&cuMemcpyHtoD) copy_to_device = nullptr;
+    decltype(&cuMemcpyDtoH) copy_to_host = nullptr;
+    decltype(&cuMemsetD8) memset = nullptr;
+    decltype(&cuEventCreate) event_create = nullptr;
+    decltype(&cuEventDestroy) event_destroy = nullptr;
+    decltype(&cuEventRecord) event_record = nullptr;
+    decltype(&cuEventSynchronize) event_synchronize = nullptr;
+    decltype(&cuEventElapsedTime) event_elapsed = nullptr;
     decltype(&cuCtxSynchronize) synchronize = nullptr;
     std::string error;
 
@@ -119,7 +128,13 @@ struct Driver {
             library.bind(error_string, "cuGetErrorString") &&
             // cuda.h maps these names to their _v2 entry points.
             library.bind(memory_allocate, "cuMemAlloc_v2") && library.bind(memory_free, "cuMemFree_v2") &&
-            library.bind(copy_to_device, "cuMemcpyHtoD_v2") && library.bind(synchronize, "cuCtxSynchronize");
+            library.bind(copy_to_device, "cuMemcpyHtoD_v2") && library.bind(copy_to_host, "cuMemcpyDtoH_v2") &&
+            library.bind(memset, "cuMemsetD8_v2") && library.bind(event_create, "cuEventCreate") &&
+            library.bind(event_destroy, "cuEventDestroy_v2") && library.bind(event_record, "cuEventRecord") &&
+            library.bind(event_synchronize, "cuEventSynchronize") &&
+            // The first entry point of this name, with the same signature as the _v2 that
+            // cuda.h 13 maps it to: every driver has it, older ones lack the _v2.
+            library.bind(event_elapsed, "cuEventElapsedTime") && library.bind(synchronize, "cuCtxSynchronize");
         if (!bound) {
             error = "CUDA driver at " + library.path() + " lacks an expected symbol";
             return;
@@ -142,13 +157,18 @@ struct Driver {
         if (status != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + ": " + describe(status));
     }
 
-    void make_current(int ordinal) const {
+    // Makes the primary context of the device current; returns the first failure. For
+    // destructors, which cannot throw.
+    CUresult try_make_current(int ordinal) const noexcept {
         CUdevice device;
-        check(device_get(&device, ordinal), "cuDeviceGet");
         CUcontext context;
-        check(retain_primary(&context, device), "cuDevicePrimaryCtxRetain");
-        check(set_current(context), "cuCtxSetCurrent");
+        CUresult status = device_get(&device, ordinal);
+        if (status == CUDA_SUCCESS) status = retain_primary(&context, device);
+        if (status == CUDA_SUCCESS) status = set_current(context);
+        return status;
     }
+
+    void make_current(int ordinal) const { check(try_make_current(ordinal), "making the device's context current"); }
 };
 
 const Nvrtc& nvrtc() {
@@ -161,14 +181,34 @@ const Driver& driver() {
     return instance;
 }
 
-// Owns an nvrtcProgram so it is destroyed on every path, errors included.
+// A destructor cannot hand a failed release to its caller, so it logs it.
+void log_failed_release(const char* call, const char* reason) noexcept {
+    try {
+        spdlog::warn("{} failed: {}", call, reason);
+    } catch (...) {
+        // Nothing is left to tell.
+    }
+}
+
+// A driver already shut down at process exit (CUDA_ERROR_DEINITIALIZED) released
+// everything with its contexts.
+void log_failed_release(const char* call, CUresult status) noexcept {
+    if (status == CUDA_ERROR_DEINITIALIZED) return;
+    const char* text = nullptr;
+    if (driver().error_string) driver().error_string(status, &text);
+    log_failed_release(call, text ? text : "unknown CUDA error");
+}
+
+// Owns an nvrtcProgram so it is destroyed on every path, errors and exceptions included.
 class Program {
 public:
     Program(const Nvrtc& api, const CompileRequest& request) : api_(api) {
         status_ = api_.create(&program_, request.source.c_str(), request.program_name.c_str(), 0, nullptr, nullptr);
     }
     ~Program() {
-        if (program_) api_.destroy(&program_);
+        if (!program_) return;
+        if (nvrtcResult status = api_.destroy(&program_); status != NVRTC_SUCCESS)
+            log_failed_release("nvrtcDestroyProgram", api_.error_string(status));
     }
     Program(const Program&) = delete;
     Program& operator=(const Program&) = delete;
@@ -185,10 +225,15 @@ class CudaKernel final : public LoadedKernel {
 public:
     CudaKernel(int device, CUmodule module, CUfunction function)
         : device_(device), module_(module), function_(function) {}
+    // cuModuleUnload acts on the current context, so the device's is made current first.
     ~CudaKernel() override {
-        driver().make_current(device_);
-        driver().module_unload(module_);
+        const Driver& api = driver();
+        CUresult status = api.try_make_current(device_);
+        if (status == CUDA_SUCCESS) status = api.module_unload(module_);
+        if (status != CUDA_SUCCESS) log_failed_release("cuModuleUnload", status);
     }
+    CudaKernel(const CudaKernel&) = delete;
+    CudaKernel& operator=(const CudaKernel&) = delete;
 
     std::string launch(const LaunchShape& shape, const void* argument, std::size_t argument_bytes,
                        void* stream) override {
@@ -211,6 +256,36 @@ private:
     int device_;
     CUmodule module_;
     CUfunction function_;
+};
+
+class CudaEvent final : public DeviceEvent {
+public:
+    CudaEvent(int device, CUevent event) : device_(device), event_(event) {}
+    ~CudaEvent() override {
+        if (CUresult status = driver().event_destroy(event_); status != CUDA_SUCCESS)
+            log_failed_release("cuEventDestroy", status);
+    }
+    CudaEvent(const CudaEvent&) = delete;
+    CudaEvent& operator=(const CudaEvent&) = delete;
+
+    void record(void* stream) override {
+        // The null stream means the default stream of the current context.
+        driver().make_current(device_);
+        driver().check(driver().event_record(event_, static_cast<CUstream>(stream)), "cuEventRecord");
+    }
+
+    float milliseconds_since(const DeviceEvent& earlier) const override {
+        const auto* start = dynamic_cast<const CudaEvent*>(&earlier);
+        if (!start) throw std::invalid_argument("milliseconds_since: the earlier event is not a CUDA event");
+        driver().check(driver().event_synchronize(event_), "cuEventSynchronize");
+        float milliseconds = 0.0f;
+        driver().check(driver().event_elapsed(&milliseconds, start->event_, event_), "cuEventElapsedTime");
+        return milliseconds;
+    }
+
+private:
+    int device_;
+    CUevent event_;
 };
 
 class CudaBackend final : public Backend {
@@ -330,6 +405,26 @@ public:
         driver().make_current(device);
         driver().check(driver().copy_to_device(reinterpret_cast<CUdeviceptr>(destination), source, bytes),
                        "cuMemcpyHtoD");
+    }
+
+    void download(int device, void* destination, const void* source, std::size_t bytes) const override {
+        driver().make_current(device);
+        driver().check(driver().copy_to_host(destination, reinterpret_cast<CUdeviceptr>(source), bytes),
+                       "cuMemcpyDtoH");
+    }
+
+    void fill(int device, void* destination, unsigned char byte, std::size_t bytes) const override {
+        driver().make_current(device);
+        driver().check(driver().memset(reinterpret_cast<CUdeviceptr>(destination), byte, bytes), "cuMemsetD8");
+    }
+
+    std::unique_ptr<DeviceEvent> create_event(int device) const override {
+        const Driver& api = driver();
+        if (!api.error.empty()) throw std::runtime_error(api.error);
+        api.make_current(device);
+        CUevent event;
+        api.check(api.event_create(&event, CU_EVENT_DEFAULT), "cuEventCreate");
+        return std::make_unique<CudaEvent>(device, event);
     }
 
     void synchronize(int device) const override {

@@ -3,6 +3,7 @@
 #include <hip/hip_runtime_api.h>
 #include <hip/hiprtc.h>
 #include <link.h>
+#include <spdlog/spdlog.h>
 
 #include <cstring>
 #include <mutex>
@@ -107,6 +108,12 @@ struct HipRuntime {
     hipError_t (*memory_allocate)(void**, std::size_t) = nullptr;  // hipMalloc has template overloads
     decltype(&hipFree) memory_free = nullptr;
     decltype(&hipMemcpy) copy = nullptr;
+    decltype(&hipMemset) memset = nullptr;
+    decltype(&hipEventCreate) event_create = nullptr;
+    decltype(&hipEventDestroy) event_destroy = nullptr;
+    decltype(&hipEventRecord) event_record = nullptr;
+    decltype(&hipEventSynchronize) event_synchronize = nullptr;
+    decltype(&hipEventElapsedTime) event_elapsed = nullptr;
     decltype(&hipDeviceSynchronize) synchronize = nullptr;
     std::string error;
 
@@ -122,7 +129,10 @@ struct HipRuntime {
             library.bind(module_unload, "hipModuleUnload") && library.bind(module_function, "hipModuleGetFunction") &&
             library.bind(launch, "hipModuleLaunchKernel") && library.bind(error_string, "hipGetErrorString") &&
             library.bind(memory_allocate, "hipMalloc") && library.bind(memory_free, "hipFree") &&
-            library.bind(copy, "hipMemcpy") && library.bind(synchronize, "hipDeviceSynchronize");
+            library.bind(copy, "hipMemcpy") && library.bind(memset, "hipMemset") &&
+            library.bind(event_create, "hipEventCreate") && library.bind(event_destroy, "hipEventDestroy") &&
+            library.bind(event_record, "hipEventRecord") && library.bind(event_synchronize, "hipEventSynchronize") &&
+            library.bind(event_elapsed, "hipEventElapsedTime") && library.bind(synchronize, "hipDeviceSynchronize");
         if (!bound) {
             error = "HIP runtime at " + library.path() + " lacks an expected symbol";
             return;
@@ -146,14 +156,32 @@ const HipRuntime& hip() {
     return instance;
 }
 
-// Owns a hiprtcProgram so it is destroyed on every path, errors included.
+// A destructor cannot hand a failed release to its caller, so it logs it.
+void log_failed_release(const char* call, const char* reason) noexcept {
+    try {
+        spdlog::warn("{} failed: {}", call, reason);
+    } catch (...) {
+        // Nothing is left to tell.
+    }
+}
+
+// A runtime already shut down at process exit (hipErrorDeinitialized) released everything
+// with its devices.
+void log_failed_release(const char* call, hipError_t status) noexcept {
+    if (status == hipErrorDeinitialized) return;
+    log_failed_release(call, hip().error_string(status));
+}
+
+// Owns a hiprtcProgram so it is destroyed on every path, errors and exceptions included.
 class Program {
 public:
     Program(const Hiprtc& api, const CompileRequest& request) : api_(api) {
         status_ = api_.create(&program_, request.source.c_str(), request.program_name.c_str(), 0, nullptr, nullptr);
     }
     ~Program() {
-        if (program_) api_.destroy(&program_);
+        if (!program_) return;
+        if (hiprtcResult status = api_.destroy(&program_); status != HIPRTC_SUCCESS)
+            log_failed_release("hiprtcDestroyProgram", api_.error_string(status));
     }
     Program(const Program&) = delete;
     Program& operator=(const Program&) = delete;
@@ -170,11 +198,14 @@ class HipKernel final : public LoadedKernel {
 public:
     HipKernel(int device, hipModule_t module, hipFunction_t function)
         : device_(device), module_(module), function_(function) {}
+    // The module was loaded with its device current, and is unloaded the same way.
     ~HipKernel() override {
-        // Nothing useful can be done about a failed unload in a destructor.
-        (void)hip().set_device(device_);
-        (void)hip().module_unload(module_);
+        hipError_t status = hip().set_device(device_);
+        if (status == hipSuccess) status = hip().module_unload(module_);
+        if (status != hipSuccess) log_failed_release("hipModuleUnload", status);
     }
+    HipKernel(const HipKernel&) = delete;
+    HipKernel& operator=(const HipKernel&) = delete;
 
     std::string launch(const LaunchShape& shape, const void* argument, std::size_t argument_bytes,
                        void* stream) override {
@@ -193,6 +224,36 @@ private:
     int device_;
     hipModule_t module_;
     hipFunction_t function_;
+};
+
+class HipEvent final : public DeviceEvent {
+public:
+    HipEvent(int device, hipEvent_t event) : device_(device), event_(event) {}
+    ~HipEvent() override {
+        if (hipError_t status = hip().event_destroy(event_); status != hipSuccess)
+            log_failed_release("hipEventDestroy", status);
+    }
+    HipEvent(const HipEvent&) = delete;
+    HipEvent& operator=(const HipEvent&) = delete;
+
+    void record(void* stream) override {
+        // The null stream means the default stream of the current device.
+        hip().check(hip().set_device(device_), "hipSetDevice");
+        hip().check(hip().event_record(event_, static_cast<hipStream_t>(stream)), "hipEventRecord");
+    }
+
+    float milliseconds_since(const DeviceEvent& earlier) const override {
+        const auto* start = dynamic_cast<const HipEvent*>(&earlier);
+        if (!start) throw std::invalid_argument("milliseconds_since: the earlier event is not a HIP event");
+        hip().check(hip().event_synchronize(event_), "hipEventSynchronize");
+        float milliseconds = 0.0f;
+        hip().check(hip().event_elapsed(&milliseconds, start->event_, event_), "hipEventElapsedTime");
+        return milliseconds;
+    }
+
+private:
+    int device_;
+    hipEvent_t event_;
 };
 
 class HipBackend final : public Backend {
@@ -303,6 +364,25 @@ public:
     void upload(int device, void* destination, const void* source, std::size_t bytes) const override {
         hip().check(hip().set_device(device), "hipSetDevice");
         hip().check(hip().copy(destination, source, bytes, hipMemcpyHostToDevice), "hipMemcpy");
+    }
+
+    void download(int device, void* destination, const void* source, std::size_t bytes) const override {
+        hip().check(hip().set_device(device), "hipSetDevice");
+        hip().check(hip().copy(destination, source, bytes, hipMemcpyDeviceToHost), "hipMemcpy");
+    }
+
+    void fill(int device, void* destination, unsigned char byte, std::size_t bytes) const override {
+        hip().check(hip().set_device(device), "hipSetDevice");
+        hip().check(hip().memset(destination, byte, bytes), "hipMemset");
+    }
+
+    std::unique_ptr<DeviceEvent> create_event(int device) const override {
+        const HipRuntime& api = hip();
+        if (!api.error.empty()) throw std::runtime_error(api.error);
+        api.check(api.set_device(device), "hipSetDevice");
+        hipEvent_t event;
+        api.check(api.event_create(&event), "hipEventCreate");
+        return std::make_unique<HipEvent>(device, event);
     }
 
     void synchronize(int device) const override {

@@ -1,6 +1,8 @@
 #pragma once
 // The kernel's one by-value argument; kernel_templates/prelude.h declares the same
-// struct (fa_params) for the device. Both sides assert the size.
+// struct (fa_params) for the device. Both sides assert the size, and the compile suite
+// (tests/compile/kernel_arguments_layout_test.cpp) checks every field's offset and size
+// under each compiler; a new field goes into its list too.
 #include <cstdint>
 
 #include "fajit/attention.hpp"

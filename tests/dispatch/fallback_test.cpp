@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "fajit/runtime.hpp"
-#include "fake_backend.hpp"
+#include "support/fake_backend.hpp"
 
 using namespace fajit;
 

@@ -7,7 +7,6 @@
 #include <filesystem>
 
 #include "support/attention_case.hpp"
-#include "support/gpu_memory.hpp"
 #include "support/gpu_test_setup.hpp"
 
 using namespace fajit;

@@ -13,7 +13,6 @@
 
 #include "mma/mma_candidates.hpp"
 #include "support/attention_case.hpp"
-#include "support/gpu_memory.hpp"
 #include "support/gpu_test_setup.hpp"
 
 using namespace fajit;

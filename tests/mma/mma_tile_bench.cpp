@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "fajit/runtime.hpp"
-#include "mma/event_timer.hpp"
 #include "mma/mma_candidates.hpp"
-#include "support/gpu_memory.hpp"
+#include "support/event_timer.hpp"
 #include "support/half_precision.hpp"
+#include "support/test_device.hpp"
 
 using namespace fajit;
 using namespace fajit::testing;
@@ -59,10 +59,10 @@ struct Problem {
     Problem(int d, DType type)
         : head_dim(d),
           dtype(type),
-          q(std::size_t(heads_q) * len_q * d * 2),
-          k(std::size_t(heads_kv) * max_len_k * d * 2),
-          v(std::size_t(heads_kv) * max_len_k * d * 2),
-          o(std::size_t(heads_q) * len_q * d * 2) {
+          q(device_buffer(std::size_t(heads_q) * len_q * d * 2)),
+          k(device_buffer(std::size_t(heads_kv) * max_len_k * d * 2)),
+          v(device_buffer(std::size_t(heads_kv) * max_len_k * d * 2)),
+          o(device_buffer(std::size_t(heads_q) * len_q * d * 2)) {
         q.upload(random_bits(q.size() / 2, dtype, 1));
         k.upload(random_bits(k.size() / 2, dtype, 2));
         v.upload(random_bits(v.size() / 2, dtype, 3));
@@ -104,7 +104,7 @@ struct Problem {
 
 // Best average over three batches of launches, each batch at least ~30 ms of GPU time.
 double time_ms(Runtime& runtime, const KernelSpec& spec, const AttentionArgs& args) {
-    EventTimer timer;
+    EventTimer timer(test_backend(), test_device);
     runtime.run(spec, args, nullptr);  // loads the module
     timer.start();
     runtime.run(spec, args, nullptr);
@@ -126,7 +126,7 @@ KernelSpec candidate_spec(const std::string& family, const std::string& arch, in
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (auto reason = CudaTestDevice::unavailable_reason(); !reason.empty()) {
+    if (auto reason = test_device_unavailable_reason(); !reason.empty()) {
         std::printf("no device: %s\n", reason.c_str());
         return 1;
     }

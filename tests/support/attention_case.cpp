@@ -7,8 +7,8 @@
 #include <random>
 #include <thread>
 
-#include "support/gpu_memory.hpp"
 #include "support/half_precision.hpp"
+#include "support/test_device.hpp"
 
 namespace fajit::testing {
 namespace {
@@ -216,16 +216,17 @@ DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShap
     const auto v = pack(shape, inputs.v, shape.heads_kv, shape.len_k);
     const std::size_t o_bytes = storage_elements(shape, shape.heads_q, shape.len_q) * element_bytes(shape.dtype);
     const std::size_t lse_count = static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q;
-    DeviceBuffer q_device(q.size()), k_device(k.size()), v_device(v.size()), o_device(o_bytes),
-        lse_device(lse_count * sizeof(float)), counters_device(2 * sizeof(unsigned long long));
+    DeviceBuffer q_device = device_buffer(q.size()), k_device = device_buffer(k.size()),
+                 v_device = device_buffer(v.size()), o_device = device_buffer(o_bytes),
+                 lse_device = device_buffer(lse_count * sizeof(float)),
+                 counters_device = device_buffer(2 * sizeof(unsigned long long));
     q_device.upload(q);
     k_device.upload(k);
     v_device.upload(v);
-    auto& device = CudaTestDevice::instance();
     // 0xff bytes are NaN in every element type: an output never written stays NaN.
-    device.fill(o_device.get(), 0xff, o_bytes);
-    device.fill(lse_device.get(), 0xff, lse_count * sizeof(float));
-    device.fill(counters_device.get(), 0, counters_device.size());
+    o_device.fill(0xff);
+    lse_device.fill(0xff);
+    counters_device.fill(0);
 
     AttentionArgs args;
     args.q = q_device.get();
@@ -247,7 +248,7 @@ DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShap
     args.causal = shape.causal;
     args.debug_counters = count ? static_cast<unsigned long long*>(counters_device.get()) : nullptr;
     runtime.run(spec, args, nullptr);
-    device.synchronize();
+    synchronize_test_device();
 
     DeviceRun run;
     run.outputs.o = unpack(shape, o_device.download<unsigned char>(), shape.heads_q, shape.len_q);

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "support/gpu_memory.hpp"
+#include "support/test_device.hpp"
 
 namespace fajit::testing {
 
@@ -26,7 +26,7 @@ Runtime& gpu_test_runtime() {
 std::string gpu_test_arch() { return gpu_test_runtime().devices().at(0).arch; }
 
 bool skip_without_device() {
-    std::string reason = CudaTestDevice::unavailable_reason();
+    std::string reason = test_device_unavailable_reason();
     if (reason.empty() && gpu_test_runtime().devices().empty()) reason = "the library sees no device";
     if (reason.empty()) return false;
     std::printf("skipped: %s\n", reason.c_str());

@@ -2,7 +2,7 @@
 // same kernel, so the difference is what the library adds to a launch.
 //
 //   fajit-bench-dispatch [calls] [threads]          host path on the fake backend (no GPU)
-//   fajit-bench-dispatch --device [calls]           a real device (CUDA), a tiny problem
+//   fajit-bench-dispatch --device [calls]           a real device (HIP or CUDA), a tiny problem
 //
 // The hot path is: argument checks, shape class, lock-free function-cache lookup,
 // kernel arguments and launch geometry. With several threads each runs its own calls, so
@@ -17,13 +17,11 @@
 #include <thread>
 #include <vector>
 
-#include "fajit/runtime.hpp"
-#include "fake_backend.hpp"
-#include "runtime/kernel_arguments.hpp"
+#include "backend/device_buffer.hpp"
 #include "families/registry.hpp"
-#if FAJIT_BENCH_WITH_DEVICE
-#include "support/gpu_memory.hpp"
-#endif
+#include "fajit/runtime.hpp"
+#include "runtime/kernel_arguments.hpp"
+#include "support/fake_backend.hpp"
 
 namespace {
 
@@ -100,30 +98,24 @@ int run_fake(long calls, int threads) {
     return 0;
 }
 
-#if FAJIT_BENCH_WITH_DEVICE
 int run_device(long calls) {
-    using fajit::testing::CudaTestDevice;
-    if (auto reason = CudaTestDevice::unavailable_reason(); !reason.empty()) {
-        std::fprintf(stderr, "fajit-bench-dispatch: %s\n", reason.c_str());
+    const auto backends = fajit::make_backends();
+    std::string reasons;
+    const fajit::Backend* backend = fajit::running_backend(backends, reasons);
+    if (!backend) {
+        std::fprintf(stderr, "fajit-bench-dispatch: no GPU device (%s)\n",
+                     backends.empty() ? "no backend built" : reasons.c_str());
         return 2;
     }
-    auto& device = CudaTestDevice::instance();
-    void* buffers[4];
-    for (auto& buffer : buffers) buffer = device.allocate(256);
-    const fajit::AttentionArgs args = tiny_args(buffers[0], buffers[1], buffers[2], buffers[3]);
+    fajit::DeviceBuffer q(*backend, 0, 256), k(*backend, 0, 256), v(*backend, 0, 256), o(*backend, 0, 256);
+    const fajit::AttentionArgs args = tiny_args(q.get(), k.get(), v.get(), o.get());
 
     fajit::Runtime runtime;
     const fajit::KernelSpec spec = runtime.select(args);
     const fajit::CompiledKernel compiled = runtime.prepare(spec);
-    auto backends = fajit::make_backends();
-    std::unique_ptr<fajit::LoadedKernel> raw;
-    for (const auto& backend : backends)
-        if (backend->runtime_unavailable_reason().empty()) {
-            raw = backend->load(0, compiled.code, compiled.lowered_name);
-            break;
-        }
-    const int compute_units = runtime.devices().front().compute_units;
-    const auto settle = [&] { device.synchronize(); };
+    const auto raw = backend->load(0, compiled.code, compiled.lowered_name);
+    const int compute_units = backend->devices().front().compute_units;
+    const auto settle = [&] { backend->synchronize(0); };
     const double attention = nanoseconds_per_call([&] { runtime.attention(args, nullptr); }, calls, settle);
     const double launch = nanoseconds_per_call(
         [&] {
@@ -136,23 +128,14 @@ int run_device(long calls) {
         calls, settle);
     std::printf("# %s\n", fajit::to_string(spec).c_str());
     report("device (launch included, queue drained each round)", attention, launch, 1);
-    for (auto* buffer : buffers) device.free(buffer);
     return 0;
 }
-#endif
 
 }  // namespace
 
 int main(int argc, char** argv) {
     try {
-        if (argc > 1 && std::strcmp(argv[1], "--device") == 0) {
-#if FAJIT_BENCH_WITH_DEVICE
-            return run_device(argc > 2 ? std::atol(argv[2]) : 20000);
-#else
-            std::fprintf(stderr, "fajit-bench-dispatch: built without the device helpers (FAJIT_BUILD_TESTS=OFF)\n");
-            return 1;
-#endif
-        }
+        if (argc > 1 && std::strcmp(argv[1], "--device") == 0) return run_device(argc > 2 ? std::atol(argv[2]) : 20000);
         return run_fake(argc > 1 ? std::atol(argv[1]) : 1000000, argc > 2 ? std::atoi(argv[2]) : 1);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "fajit-bench-dispatch: %s\n", error.what());

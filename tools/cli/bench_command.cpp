@@ -15,6 +15,7 @@
 #include <random>
 
 #include "backend/backend.hpp"
+#include "backend/device_buffer.hpp"
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "exit_codes.hpp"
@@ -36,22 +37,6 @@ struct BenchOptions {
     int warmup = 3;
     int reps = 20;
     int fallback_reps = 3;  // the fallback is ~100x slower; a few calls time it well enough
-};
-
-// A device allocation of the backend that runs kernels, freed on every path.
-class DeviceBuffer {
-public:
-    DeviceBuffer(const Backend& backend, int device, std::size_t bytes)
-        : backend_(backend), device_(device), pointer_(backend.allocate(device, bytes)) {}
-    ~DeviceBuffer() { backend_.release(device_, pointer_); }
-    DeviceBuffer(const DeviceBuffer&) = delete;
-    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-    void* get() const { return pointer_; }
-
-private:
-    const Backend& backend_;
-    int device_;
-    void* pointer_;
 };
 
 // Random values of magnitude in [0.5, 1) with random signs, written directly as the
@@ -138,13 +123,10 @@ int run_bench(const CommonOptions& common, const BenchOptions& bench) {
         v(*runner, bench.device, kv_count * element), o(*runner, bench.device, q_count * element);
     std::uint64_t seed = 1;
     for (auto [buffer, count] : {std::pair{&q, q_count}, {&k, kv_count}, {&v, kv_count}}) {
-        if (*dtype == DType::f32) {
-            const auto values = random_floats(count, seed++);
-            runner->upload(bench.device, buffer->get(), values.data(), count * 4);
-        } else {
-            const auto values = random_halves(count, *dtype, seed++);
-            runner->upload(bench.device, buffer->get(), values.data(), count * 2);
-        }
+        if (*dtype == DType::f32)
+            buffer->upload(random_floats(count, seed++));
+        else
+            buffer->upload(random_halves(count, *dtype, seed++));
     }
     args.q = q.get();
     args.k = k.get();

@@ -1,5 +1,6 @@
-#include "fake_backend.hpp"
+#include "support/fake_backend.hpp"
 
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -24,6 +25,20 @@ public:
 
 private:
     std::shared_ptr<FakeBackendCounters> counters_;
+};
+
+// Host time stands in for device time: fake kernels take none.
+class FakeEvent : public DeviceEvent {
+public:
+    void record(void*) override { time_ = std::chrono::steady_clock::now(); }
+    float milliseconds_since(const DeviceEvent& earlier) const override {
+        const auto* start = dynamic_cast<const FakeEvent*>(&earlier);
+        if (!start) throw std::invalid_argument("milliseconds_since: the earlier event is not a fake event");
+        return std::chrono::duration<float, std::milli>(time_ - start->time_).count();
+    }
+
+private:
+    std::chrono::steady_clock::time_point time_;
 };
 
 class FakeBackend : public Backend {
@@ -71,10 +86,20 @@ public:
 
     // Host memory stands in for device memory: fake kernels never touch it.
     void* allocate(int, std::size_t bytes) const override { return ::operator new(bytes); }
-    void release(int, void* pointer) const override { ::operator delete(pointer); }
+    void release(int, void* pointer) const override {
+        ::operator delete(pointer);
+        if (config_.failing_releases) throw std::runtime_error("the fake runtime refuses to free");
+    }
     void upload(int, void* destination, const void* source, std::size_t bytes) const override {
         std::memcpy(destination, source, bytes);
     }
+    void download(int, void* destination, const void* source, std::size_t bytes) const override {
+        std::memcpy(destination, source, bytes);
+    }
+    void fill(int, void* destination, unsigned char byte, std::size_t bytes) const override {
+        std::memset(destination, byte, bytes);
+    }
+    std::unique_ptr<DeviceEvent> create_event(int) const override { return std::make_unique<FakeEvent>(); }
     void synchronize(int) const override {}
 
 private:

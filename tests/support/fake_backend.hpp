@@ -24,6 +24,7 @@ struct FakeBackendConfig {
     // contains one of these.
     std::vector<std::string> failing_compiles;
     std::vector<std::string> failing_loads;
+    bool failing_releases = false;  // release frees the memory, then reports a failure
 };
 
 std::unique_ptr<Backend> make_fake_backend(FakeBackendConfig, std::shared_ptr<FakeBackendCounters>);
