@@ -14,6 +14,7 @@ namespace fajit::cache {
 //   <root>/v<format>/<arch>/<2 hex>/<32 hex>           an entry
 //   <root>/v<format>/<arch>/<2 hex>/<32 hex>.lock      single-flight lock for that key
 //   <root>/v<format>/<arch>/<2 hex>/<name>.tmp.<pid>.<random>  a file being written
+//   <root>/v<format>/<arch>/failures/<32 hex>         a failure record (see failure_record.hpp)
 // The format version in the path lets an old and a new fa-jit share one root without
 // reading each other's entries.
 class Layout {
@@ -26,6 +27,9 @@ public:
     std::filesystem::path arch_directory(std::string_view arch) const;
     std::filesystem::path entry_path(std::string_view arch, const Key& key) const;
     std::filesystem::path lock_path(std::string_view arch, const Key& key) const;
+    // Not a shard name (those are two hex digits), so entry scans never mistake it for one.
+    std::filesystem::path failures_directory(std::string_view arch) const;
+    std::filesystem::path failure_path(std::string_view arch, const Key& key) const;
     std::filesystem::path stats_path() const;
 
 private:

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 
+#include "cache/disk_cache.hpp"
 #include "cli_process.hpp"
 
 namespace {
@@ -307,6 +308,60 @@ TEST_CASE("prune to a size limit leaves at most that much; clear leaves nothing"
     const CliRun cleared = fa_jit(with_cache({"clear", "--json"}, cache));
     CHECK(cleared.exit_code == 0);
     CHECK(json_of(cleared)["removed_entries"] == after["entries"]);
+    CHECK(json_of(fa_jit(with_cache({"ls", "--json"}, cache))).empty());
+}
+
+TEST_CASE("ls, stats and verify show failure records, verify --fix drops a damaged one, clear the rest") {
+    const fs::path cache = fresh_directory("failures");
+    const auto record = [&](const std::string& arch, const std::string& family) {
+        const std::string spec = "family=" + family + ",d=128,dtype=f16,arch=" + arch;
+        // What the library records when a variant fails to compile.
+        fajit::cache::DiskCacheConfig config;
+        config.root = cache;
+        fajit::cache::DiskCache(config).record_failure(
+            arch, fajit::cache::KeyBuilder().add("spec", spec).finish(),
+            {{"spec", spec}, {"family", family}, {"kind", "compile_failed"}, {"summary", "rejected: " + spec}});
+        return spec;
+    };
+    const std::string wmma = record("gfx1151", "wmma-gfx11");
+    const std::string scalar = record("gfx942", "scalar");
+
+    const json listed = json_of(fa_jit(with_cache({"ls", "--json"}, cache)));
+    REQUIRE(listed.size() == 2);
+    CHECK(listed[0]["kind"] == "failure");
+    CHECK(listed[0]["spec"] == wmma);
+    CHECK(listed[0]["error"] == "rejected: " + wmma);
+    CHECK(listed[1]["spec"] == scalar);
+    const json filtered = json_of(fa_jit(with_cache({"ls", "--json", "--family", "scalar"}, cache)));
+    REQUIRE(filtered.size() == 1);
+    CHECK(filtered[0]["arch"] == "gfx942");
+    const CliRun text = fa_jit(with_cache({"ls"}, cache));
+    CHECK(text.out.find("0 entries") != std::string::npos);
+    CHECK(text.out.find(wmma) != std::string::npos);
+    CHECK(text.out.find("2 failure records") != std::string::npos);
+
+    const json stats = json_of(fa_jit(with_cache({"stats", "--json"}, cache)));
+    CHECK(stats["entries"] == 0);
+    CHECK(stats["failure_records"] == 2);
+    CHECK(stats["per_arch"]["gfx1151"]["failure_records"] == 1);
+
+    const json sound = json_of(fa_jit(with_cache({"verify", "--json"}, cache)));
+    CHECK(sound["checked_failures"] == 2);
+    CHECK(sound["bad"].empty());
+    const fs::path damaged = listed[1]["path"].get<std::string>();
+    fs::resize_file(damaged, 20);
+    const CliRun found = fa_jit(with_cache({"verify", "--json"}, cache));
+    CHECK(found.exit_code == exit_failed);
+    const json report = json_of(found);
+    REQUIRE(report["bad"].size() == 1);
+    CHECK(report["bad"][0]["kind"] == "failure");
+    CHECK(report["bad"][0]["path"] == damaged.string());
+    CHECK(fa_jit(with_cache({"verify", "--fix"}, cache)).exit_code == 0);
+    CHECK_FALSE(fs::exists(damaged));
+    CHECK(json_of(fa_jit(with_cache({"stats", "--json"}, cache)))["counters"]["corrupt_entries"] == 1);
+
+    const json cleared = json_of(fa_jit(with_cache({"clear", "--json"}, cache)));
+    CHECK(cleared["removed_failure_records"] == 1);
     CHECK(json_of(fa_jit(with_cache({"ls", "--json"}, cache))).empty());
 }
 
