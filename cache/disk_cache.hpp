@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -84,7 +86,7 @@ public:
     // A hit marks the entry as recently used.
     std::optional<Entry> load(std::string_view arch, const Key& key);
     // Atomic: readers see the whole entry or none. Evicts least recently used entries to stay
-    // within max_bytes. False (warned once) if the entry cannot be stored.
+    // within max_bytes. False (warned once) if the entry cannot be stored; store_error says why.
     bool publish(std::string_view arch, const Key& key, const Entry& entry);
     // The stored entry, or produce()'s result, stored for next time. Concurrent requests for one
     // key, from threads or processes, run produce once; a process that waits longer than
@@ -92,6 +94,14 @@ public:
     Entry get_or_create(std::string_view arch, const Key& key, const std::function<Entry()>& produce);
     // Removes an entry that turned out unusable, e.g. a code object the GPU loader refused.
     void evict(std::string_view arch, const Key& key);
+
+    // Why this instance's last attempt to store key failed (no space, read-only, not a
+    // directory, std::errc::file_too_large for an entry beyond max_bytes, ...); empty if it
+    // has not failed, or was stored since. For callers that must account for what they stored.
+    std::error_code store_error(std::string_view arch, const Key& key) const;
+    // True if a sound entry for key is stored. Reads and checks it, but counts no hit and does
+    // not mark it used: a check, not a request.
+    bool holds(std::string_view arch, const Key& key) const;
 
     // Failure records (see failure_record.hpp): what a caller learned cannot be produced, kept
     // so later processes skip it. A damaged record is logged, removed, counted as a corrupt
@@ -132,6 +142,8 @@ public:
 private:
     enum class Lookup { found, absent, corrupt };
     Lookup read_entry(std::string_view arch, const Key& key, std::optional<Entry>& entry);
+    // (arch, key) as one string: the single-flight id, and the key of store_errors_.
+    static std::string flight_id(std::string_view arch, const Key& key);
     Entry produce_through_disk(std::string_view arch, const Key& key, const std::function<Entry()>& produce);
     Entry timed_produce(const std::function<Entry()>& produce);
     void make_room(std::uint64_t incoming_bytes, const std::filesystem::path& replaced);
@@ -156,6 +168,10 @@ private:
     std::mutex flush_mutex_;
 
     std::atomic<bool> storage_problem_reported_{false};
+    // By flight id; one per key whose publish failed, so it stays as small as the set of
+    // variants a process uses.
+    mutable std::mutex store_errors_mutex_;
+    std::map<std::string, std::error_code> store_errors_;
 };
 
 }  // namespace fajit::cache

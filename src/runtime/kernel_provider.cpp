@@ -105,6 +105,7 @@ CompiledKernel KernelProvider::get(const KernelSpec& spec) {
         if (attempt == 1) throw std::runtime_error("compiling " + to_string(spec) + " produced no kernel");
     }
     kernel.compiled_now = compiled_now;
+    kernel.store_error = disk_.store_error(spec.arch, key);
     std::lock_guard lock(mutex_);
     in_memory_.emplace(key_hex, kernel);
     return kernel;

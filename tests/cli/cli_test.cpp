@@ -232,6 +232,111 @@ TEST_CASE("warm a preset for gfx1151 and gfx942, then again: everything already 
     CHECK(quiet.out.find("already cached  4") != std::string::npos);
 }
 
+namespace {
+
+// One scalar variant per head dim given, for gfx1151: quick to compile.
+std::vector<std::string> warm_scalar_args(const std::vector<std::string>& head_dims) {
+    std::vector<std::string> args = {"warm", "--family", "scalar",  "--dtype", "f16", "--causal",
+                                     "none", "--arch",   "gfx1151", "--jobs",  "1",   "--json"};
+    for (const std::string& head_dim : head_dims) {
+        args.push_back("--head-dim");
+        args.push_back(head_dim);
+    }
+    return args;
+}
+
+// The environment that makes directory refuse writes with errno_name (see storage_fault_shim.c).
+std::map<std::string, std::string> refusing_writes_under(const fs::path& directory, const std::string& errno_name) {
+    return {{"LD_PRELOAD", FAJIT_STORAGE_FAULT_SHIM},
+            {"FAJIT_TEST_REFUSE_UNDER", directory.string()},
+            {"FAJIT_TEST_REFUSE_ERRNO", errno_name}};
+}
+
+// A warm whose second variant could not be stored: it exits 2, and says why per variant.
+void check_one_not_stored(const CliRun& run, const std::string& reason) {
+    INFO("stderr: " << run.err);
+    CHECK(run.exit_code == exit_failed);
+    const json report = json_of(run);
+    CHECK(report["cached"] == 1);
+    CHECK(report["compiled"] == 0);
+    CHECK(report["not_stored"] == 1);
+    CHECK(report["failed"] == 0);
+    CHECK(report["not_stored_reasons"][reason] == 1);
+    REQUIRE(report["variants"].size() == 2);
+    CHECK(report["variants"][0]["outcome"] == "cached");
+    CHECK(report["variants"][1]["outcome"] == "not_stored");
+    CHECK(report["variants"][1]["reason"] == reason);
+    CHECK(run.err.find("not stored: 1 variant, " + reason) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("warm into a cache path that is a regular file stores nothing, says so and exits 2") {
+    if (!hip_compiler_available()) return;
+    const fs::path file = fresh_directory("regular-file");
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << "not a directory";
+    const CliRun run = fa_jit(with_cache(warm_scalar_args({"64"}), file));
+    INFO("stderr: " << run.err);
+    CHECK(run.exit_code == exit_failed);
+    const json report = json_of(run);
+    CHECK(report["compiled"] == 0);
+    CHECK(report["not_stored"] == 1);
+    CHECK(report["variants"][0]["reason"] == "not a directory");
+    CHECK(report["variants"][0]["error"] == "Not a directory");
+    CHECK(fs::is_regular_file(file));
+
+    std::vector<std::string> text_args = warm_scalar_args({"64"});
+    std::erase(text_args, "--json");
+    const CliRun text = fa_jit(with_cache(text_args, file));
+    CHECK(text.exit_code == exit_failed);
+    CHECK(text.err.find("not stored: 1 variant, not a directory (Not a directory), e.g. family=scalar,d=64,") !=
+          std::string::npos);
+    CHECK(text.out.find("not a directory 1") != std::string::npos);
+}
+
+TEST_CASE("warm into a read-only cache keeps what it holds and reports the rest as not stored") {
+    if (!hip_compiler_available()) return;
+    const fs::path cache = fresh_directory("read-only");
+    REQUIRE(fa_jit(with_cache(warm_scalar_args({"64"}), cache)).exit_code == 0);
+    check_one_not_stored(
+        fa_jit(with_cache(warm_scalar_args({"64", "72"}), cache), refusing_writes_under(cache, "EROFS")), "read-only");
+    CHECK(json_of(fa_jit(with_cache({"ls", "--json"}, cache))).size() == 1);
+}
+
+TEST_CASE("warm into a full cache reports what it could not store, and leaves no partial files") {
+    if (!hip_compiler_available()) return;
+    const fs::path cache = fresh_directory("full");
+    REQUIRE(fa_jit(with_cache(warm_scalar_args({"64"}), cache)).exit_code == 0);
+    check_one_not_stored(
+        fa_jit(with_cache(warm_scalar_args({"64", "72"}), cache), refusing_writes_under(cache, "ENOSPC")), "no space");
+    for (const auto& item : fs::recursive_directory_iterator(cache))
+        CHECK(item.path().filename().string().find(".tmp.") == std::string::npos);
+    // Once there is room again, the same warm completes.
+    CHECK(fa_jit(with_cache(warm_scalar_args({"64", "72"}), cache)).exit_code == 0);
+}
+
+TEST_CASE("warm beyond the cache's size limit reports the evicted variants as missing") {
+    if (!hip_compiler_available()) return;
+    const fs::path measure = fresh_directory("measure");
+    REQUIRE(fa_jit(with_cache(warm_scalar_args({"64", "72"}), measure)).exit_code == 0);
+    std::uint64_t smallest = UINT64_MAX, largest = 0;
+    for (const auto& entry : json_of(fa_jit(with_cache({"ls", "--json"}, measure)))) {
+        smallest = std::min(smallest, entry["size"].get<std::uint64_t>());
+        largest = std::max(largest, entry["size"].get<std::uint64_t>());
+    }
+    // Room for either entry alone, never for both.
+    const std::string limit = std::to_string(smallest + largest - 1);
+    const CliRun run =
+        fa_jit(with_cache(warm_scalar_args({"64", "72"}), fresh_directory("small")), {{"FAJIT_CACHE_MAX_SIZE", limit}});
+    INFO("stderr: " << run.err);
+    CHECK(run.exit_code == exit_failed);
+    const json report = json_of(run);
+    CHECK(report["compiled"] == 1);
+    CHECK(report["not_stored"] == 1);
+    CHECK(report["not_stored_reasons"]["missing"] == 1);
+}
+
 TEST_CASE("ls and stats agree with what was warmed") {
     if (!hip_compiler_available()) return;
     const fs::path cache = warmed_cache().root;
