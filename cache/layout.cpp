@@ -54,6 +54,8 @@ std::filesystem::path Layout::failure_path(std::string_view arch, const Key& key
 
 std::filesystem::path Layout::stats_path() const { return versioned_root() / "stats.json"; }
 
+std::filesystem::path Layout::fingerprint_memo_path() const { return versioned_root() / "file-fingerprints"; }
+
 std::string escape_arch(std::string_view arch) {
     // A lone '%' cannot come from escaping (every escape has two hex digits), so it names the empty arch.
     if (arch.empty()) return "%";

@@ -11,6 +11,7 @@ namespace fajit::cache {
 
 // Where things live under a cache root:
 //   <root>/v<format>/stats.json                        persisted statistics
+//   <root>/v<format>/file-fingerprints                 remembered hashes of files (see file_fingerprint_memo.hpp)
 //   <root>/v<format>/<arch>/<2 hex>/<32 hex>           an entry
 //   <root>/v<format>/<arch>/<2 hex>/<32 hex>.lock      single-flight lock for that key
 //   <root>/v<format>/<arch>/<2 hex>/<name>.tmp.<pid>.<random>  a file being written
@@ -31,6 +32,7 @@ public:
     std::filesystem::path failures_directory(std::string_view arch) const;
     std::filesystem::path failure_path(std::string_view arch, const Key& key) const;
     std::filesystem::path stats_path() const;
+    std::filesystem::path fingerprint_memo_path() const;
 
 private:
     std::filesystem::path root_;

@@ -224,6 +224,8 @@ TEST_CASE("warm a preset for gfx1151 and gfx942, then again: everything already 
                        << " s compiling, " << second["wall_seconds"].get<double>() << " s from the cache");
     CHECK(second["wall_seconds"].get<double>() < first["wall_seconds"].get<double>());
     CHECK(warmed.second.seconds < warmed.first.seconds);
+    // The first warm hashed the compiler libraries for the cache keys and remembered the hashes.
+    CHECK(fs::is_regular_file(warmed.root / "v1" / "file-fingerprints"));
 
     const CliRun quiet =
         fa_jit(with_cache({"warm", "--preset", "llama-3", "--arch", "gfx942", "-q"}, copy_of_warmed_cache()));
