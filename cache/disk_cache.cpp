@@ -26,6 +26,13 @@ namespace fs = std::filesystem;
 constexpr std::chrono::seconds flush_interval{1};
 constexpr std::chrono::hours leftover_age{1};
 
+// What went wrong in a failed publish, as an error code callers can classify.
+std::error_code error_code_of(const std::exception& error) {
+    if (const auto* system = dynamic_cast<const std::system_error*>(&error)) return system->code();
+    if (dynamic_cast<const std::length_error*>(&error)) return std::make_error_code(std::errc::file_too_large);
+    return std::make_error_code(std::errc::invalid_argument);  // metadata that cannot be encoded
+}
+
 void mark_recently_used(const fs::path& path) {
     // Best effort: a read-only cache still serves hits, it just cannot keep LRU order.
     ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
@@ -95,12 +102,31 @@ bool DiskCache::publish(std::string_view arch, const Key& key, const Entry& entr
         AtomicFile file(path);
         file.write(bytes);
         file.commit();
+        std::lock_guard lock(store_errors_mutex_);
+        store_errors_.erase(flight_id(arch, key));
         return true;
     } catch (const std::exception& error) {
+        {
+            std::lock_guard lock(store_errors_mutex_);
+            store_errors_[flight_id(arch, key)] = error_code_of(error);
+        }
         count([](CacheStats& stats) { ++stats.publish_failures; });
         warn_storage_problem_once("cannot store " + path.string() + ": " + error.what());
         return false;
     }
+}
+
+std::error_code DiskCache::store_error(std::string_view arch, const Key& key) const {
+    std::lock_guard lock(store_errors_mutex_);
+    const auto found = store_errors_.find(flight_id(arch, key));
+    return found == store_errors_.end() ? std::error_code{} : found->second;
+}
+
+bool DiskCache::holds(std::string_view arch, const Key& key) const {
+    if (!config_.enabled) return false;
+    std::error_code error;
+    const auto bytes = read_file(layout_.entry_path(arch, key), error);
+    return bytes && decode_entry(*bytes).entry.has_value();
 }
 
 void DiskCache::make_room(std::uint64_t incoming_bytes, const fs::path& replaced) {
@@ -127,13 +153,17 @@ Entry DiskCache::get_or_create(std::string_view arch, const Key& key, const std:
         count([](CacheStats& stats) { ++stats.misses; });
         return timed_produce(produce);
     }
-    std::string flight_id(arch);
-    flight_id += '\n';
-    flight_id += key.hex();
     SingleFlight::Result result =
-        in_process_flights_.run(flight_id, [&] { return produce_through_disk(arch, key, produce); });
+        in_process_flights_.run(flight_id(arch, key), [&] { return produce_through_disk(arch, key, produce); });
     if (result.shared) count([](CacheStats& stats) { ++stats.hits; });
     return std::move(result.entry);
+}
+
+std::string DiskCache::flight_id(std::string_view arch, const Key& key) {
+    std::string id(arch);
+    id += '\n';
+    id += key.hex();
+    return id;
 }
 
 Entry DiskCache::produce_through_disk(std::string_view arch, const Key& key, const std::function<Entry()>& produce) {

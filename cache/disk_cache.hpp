@@ -5,11 +5,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -36,7 +39,7 @@ struct DiskCacheConfig {
     std::shared_ptr<spdlog::logger> logger{};  // null: spdlog's default logger
 };
 
-// What list() reports about one entry.
+// What list() reports about one entry, and list_failures() about one failure record.
 struct EntryInfo {
     std::string arch;
     Key key;
@@ -46,7 +49,7 @@ struct EntryInfo {
     nlohmann::json metadata;                   // null if the entry is too damaged to show it
 };
 
-// What verify() found wrong with one entry.
+// What verify() found wrong with one entry, or verify_failures() with one failure record.
 struct BadEntry {
     std::string arch;
     Key key;
@@ -66,6 +69,7 @@ struct PruneOptions {
 struct PruneResult {
     std::uint64_t removed_entries = 0;
     std::uint64_t removed_bytes = 0;
+    std::uint64_t removed_failure_records = 0;  // only clear() removes them
 };
 
 // The on-disk content-addressed store of compiled code objects, shared by threads and
@@ -82,7 +86,7 @@ public:
     // A hit marks the entry as recently used.
     std::optional<Entry> load(std::string_view arch, const Key& key);
     // Atomic: readers see the whole entry or none. Evicts least recently used entries to stay
-    // within max_bytes. False (warned once) if the entry cannot be stored.
+    // within max_bytes. False (warned once) if the entry cannot be stored; store_error says why.
     bool publish(std::string_view arch, const Key& key, const Entry& entry);
     // The stored entry, or produce()'s result, stored for next time. Concurrent requests for one
     // key, from threads or processes, run produce once; a process that waits longer than
@@ -91,7 +95,24 @@ public:
     // Removes an entry that turned out unusable, e.g. a code object the GPU loader refused.
     void evict(std::string_view arch, const Key& key);
 
+    // Why this instance's last attempt to store key failed (no space, read-only, not a
+    // directory, std::errc::file_too_large for an entry beyond max_bytes, ...); empty if it
+    // has not failed, or was stored since. For callers that must account for what they stored.
+    std::error_code store_error(std::string_view arch, const Key& key) const;
+    // True if a sound entry for key is stored. Reads and checks it, but counts no hit and does
+    // not mark it used: a check, not a request.
+    bool holds(std::string_view arch, const Key& key) const;
+
+    // Failure records (see failure_record.hpp): what a caller learned cannot be produced, kept
+    // so later processes skip it. A damaged record is logged, removed, counted as a corrupt
+    // entry and reported as absent.
+    std::optional<nlohmann::json> find_failure(std::string_view arch, const Key& key);
+    // Written as atomically and durably as an entry, but outside max_bytes: records are tiny
+    // and few. False if it cannot be stored, warned once together with failed publishes.
+    bool record_failure(std::string_view arch, const Key& key, const nlohmann::json& details);
+
     std::filesystem::path entry_path(std::string_view arch, const Key& key) const;
+    std::filesystem::path failure_path(std::string_view arch, const Key& key) const;
     const DiskCacheConfig& config() const { return config_; }
 
     // What this instance did since it was created.
@@ -105,22 +126,31 @@ public:
 
     // Maintenance, for the command-line tool. On a disabled cache these see and change nothing.
     std::vector<EntryInfo> list() const;
-    // Decodes every entry; returns the bad ones, removed (and counted as corrupt) if asked.
+    std::vector<EntryInfo> list_failures() const;  // metadata holds the details
+    // Decodes every entry (failure record); returns the bad ones, removed (and counted as
+    // corrupt) if asked.
     std::vector<BadEntry> verify(bool remove_bad);
-    // Also removes leftovers of killed writers (see remove_leftovers).
+    std::vector<BadEntry> verify_failures(bool remove_bad);
+    // Also removes leftovers of killed writers (see remove_leftovers). Failure records stay.
     PruneResult prune(const PruneOptions& options);
-    // Removes every entry and leftover of this format version; stats are kept.
-    PruneResult clear();
+    // Removes every entry, failure record and leftover of this format version, or of one arch;
+    // stats are kept.
+    PruneResult clear(const std::optional<std::string>& arch = std::nullopt);
     // Removes temp and lock files not touched for `older_than`; returns how many.
     std::size_t remove_leftovers(std::chrono::seconds older_than = std::chrono::hours(1));
 
 private:
     enum class Lookup { found, absent, corrupt };
     Lookup read_entry(std::string_view arch, const Key& key, std::optional<Entry>& entry);
+    // (arch, key) as one string: the single-flight id, and the key of store_errors_.
+    static std::string flight_id(std::string_view arch, const Key& key);
     Entry produce_through_disk(std::string_view arch, const Key& key, const std::function<Entry()>& produce);
     Entry timed_produce(const std::function<Entry()>& produce);
     void make_room(std::uint64_t incoming_bytes, const std::filesystem::path& replaced);
     PruneResult evict_entries(const std::vector<StoredEntry>& victims);
+    // check returns what is wrong with a file's bytes, empty if nothing.
+    std::vector<BadEntry> verify_files(std::vector<StoredEntry> stored_files, bool remove_bad,
+                                       const std::function<std::string(std::span<const std::byte>)>& check);
 
     // Counts an event in both the session and the unflushed delta; may flush.
     void count(const std::function<void(CacheStats&)>& event);
@@ -138,6 +168,10 @@ private:
     std::mutex flush_mutex_;
 
     std::atomic<bool> storage_problem_reported_{false};
+    // By flight id; one per key whose publish failed, so it stays as small as the set of
+    // variants a process uses.
+    mutable std::mutex store_errors_mutex_;
+    std::map<std::string, std::error_code> store_errors_;
 };
 
 }  // namespace fajit::cache

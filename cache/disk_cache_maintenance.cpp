@@ -1,8 +1,9 @@
 // DiskCache's listing and maintenance operations (what the CLI's ls, verify, prune and clear
-// run); the request path lives in disk_cache.cpp.
+// run); the request path lives in disk_cache.cpp and disk_cache_failures.cpp.
 #include <system_error>
 
 #include "cache/disk_cache.hpp"
+#include "cache/failure_record.hpp"
 #include "cache/file_reading.hpp"
 #include "cache/lru.hpp"
 
@@ -23,12 +24,9 @@ nlohmann::json read_metadata(const fs::path& path) {
     return peek_metadata(*prefix).value_or(nullptr);
 }
 
-}  // namespace
-
-std::vector<EntryInfo> DiskCache::list() const {
+std::vector<EntryInfo> infos_of(std::vector<StoredEntry> stored_files) {
     std::vector<EntryInfo> infos;
-    if (!config_.enabled) return infos;
-    for (auto& stored : scan_entries(layout_)) {
+    for (auto& stored : stored_files) {
         nlohmann::json metadata = read_metadata(stored.path);
         infos.push_back(EntryInfo{std::move(stored.arch), stored.key, std::move(stored.path), stored.size,
                                   stored.modified, std::move(metadata)});
@@ -36,14 +34,38 @@ std::vector<EntryInfo> DiskCache::list() const {
     return infos;
 }
 
+}  // namespace
+
+std::vector<EntryInfo> DiskCache::list() const {
+    if (!config_.enabled) return {};
+    return infos_of(scan_entries(layout_));
+}
+
+std::vector<EntryInfo> DiskCache::list_failures() const {
+    if (!config_.enabled) return {};
+    return infos_of(scan_failure_records(layout_));
+}
+
 std::vector<BadEntry> DiskCache::verify(bool remove_bad) {
+    if (!config_.enabled) return {};
+    return verify_files(scan_entries(layout_), remove_bad,
+                        [](std::span<const std::byte> bytes) { return decode_entry(bytes).error; });
+}
+
+std::vector<BadEntry> DiskCache::verify_failures(bool remove_bad) {
+    if (!config_.enabled) return {};
+    return verify_files(scan_failure_records(layout_), remove_bad,
+                        [](std::span<const std::byte> bytes) { return decode_failure_record(bytes).error; });
+}
+
+std::vector<BadEntry> DiskCache::verify_files(std::vector<StoredEntry> stored_files, bool remove_bad,
+                                              const std::function<std::string(std::span<const std::byte>)>& check) {
     std::vector<BadEntry> bad;
-    if (!config_.enabled) return bad;
-    for (auto& stored : scan_entries(layout_)) {
+    for (auto& stored : stored_files) {
         std::error_code error;
         const auto bytes = read_file(stored.path, error);
         if (!bytes && error == std::errc::no_such_file_or_directory) continue;  // removed meanwhile
-        std::string problem = bytes ? decode_entry(*bytes).error : "cannot read: " + error.message();
+        std::string problem = bytes ? check(*bytes) : "cannot read: " + error.message();
         if (problem.empty()) continue;
         if (remove_bad && fs::remove(stored.path, error)) count([](CacheStats& stats) { ++stats.corrupt_entries; });
         bad.push_back(BadEntry{std::move(stored.arch), stored.key, std::move(stored.path), std::move(problem)});
@@ -76,12 +98,18 @@ PruneResult DiskCache::prune(const PruneOptions& options) {
     return evict_entries(victims);
 }
 
-PruneResult DiskCache::clear() {
+PruneResult DiskCache::clear(const std::optional<std::string>& arch) {
     PruneResult result;
     if (!config_.enabled) return result;
-    for (const auto& stored : scan_entries(layout_)) {
+    for (const auto& stored : scan_entries(layout_, arch)) {
         ++result.removed_entries;
         result.removed_bytes += stored.size;
+    }
+    result.removed_failure_records = scan_failure_records(layout_, arch).size();
+    if (arch) {
+        std::error_code error;
+        fs::remove_all(layout_.arch_directory(*arch), error);
+        return result;
     }
     std::error_code error;
     for (const auto& child : fs::directory_iterator(layout_.versioned_root(), error)) {

@@ -17,20 +17,47 @@ bool is_shard_name(std::string_view name) {
 
 bool is_leftover_name(std::string_view name) { return is_temp_file_name(name) || name.ends_with(".lock"); }
 
-// Calls visit(arch, shard directory) for each shard directory of the wanted arch(es).
+// Calls visit(arch, arch directory) for each arch directory of the wanted arch(es).
 template <typename Visitor>
-void for_each_shard(const Layout& layout, const std::optional<std::string>& arch, Visitor&& visit) {
+void for_each_arch(const Layout& layout, const std::optional<std::string>& arch, Visitor&& visit) {
     std::error_code error;
     for (const auto& arch_directory : fs::directory_iterator(layout.versioned_root(), error)) {
         if (!arch_directory.is_directory(error)) continue;
         const auto arch_name = unescape_arch(arch_directory.path().filename().string());
         if (!arch_name || (arch && *arch != *arch_name)) continue;
-        std::error_code shard_error;
-        for (const auto& shard : fs::directory_iterator(arch_directory.path(), shard_error)) {
-            if (shard.is_directory(shard_error) && is_shard_name(shard.path().filename().string())) {
-                visit(*arch_name, shard.path());
+        visit(*arch_name, arch_directory.path());
+    }
+}
+
+// Calls visit(arch, shard directory) for each shard directory of the wanted arch(es).
+template <typename Visitor>
+void for_each_shard(const Layout& layout, const std::optional<std::string>& arch, Visitor&& visit) {
+    for_each_arch(layout, arch, [&](const std::string& arch_name, const fs::path& arch_directory) {
+        std::error_code error;
+        for (const auto& shard : fs::directory_iterator(arch_directory, error)) {
+            if (shard.is_directory(error) && is_shard_name(shard.path().filename().string())) {
+                visit(arch_name, shard.path());
             }
         }
+    });
+}
+
+// Adds the regular files of `directory` named exactly as Key::hex() names a key, and (for
+// shards) starting with `required_prefix`.
+void add_keyed_files(const std::string& arch_name, const fs::path& directory, std::string_view required_prefix,
+                     std::vector<StoredEntry>& found) {
+    std::error_code error;
+    for (const auto& file : fs::directory_iterator(directory, error)) {
+        const std::string name = file.path().filename().string();
+        const auto key = Key::from_hex(name);
+        // Lowercase only: the exact name hex() gives.
+        if (!key || key->hex() != name || !name.starts_with(required_prefix)) continue;
+        std::error_code stat_error;
+        if (!file.is_regular_file(stat_error)) continue;
+        const auto size = file.file_size(stat_error);
+        const auto modified = file.last_write_time(stat_error);
+        if (stat_error) continue;  // removed meanwhile
+        found.push_back(StoredEntry{arch_name, *key, file.path(), size, modified});
     }
 }
 
@@ -39,27 +66,24 @@ void for_each_shard(const Layout& layout, const std::optional<std::string>& arch
 std::vector<StoredEntry> scan_entries(const Layout& layout, const std::optional<std::string>& arch) {
     std::vector<StoredEntry> entries;
     for_each_shard(layout, arch, [&](const std::string& arch_name, const fs::path& shard) {
-        std::error_code error;
-        for (const auto& file : fs::directory_iterator(shard, error)) {
-            const std::string name = file.path().filename().string();
-            const auto key = Key::from_hex(name);
-            // Lowercase only: the exact name hex() gives, and in the shard it belongs to.
-            if (!key || key->hex() != name || !name.starts_with(shard.filename().string())) continue;
-            std::error_code stat_error;
-            if (!file.is_regular_file(stat_error)) continue;
-            const auto size = file.file_size(stat_error);
-            const auto modified = file.last_write_time(stat_error);
-            if (stat_error) continue;  // removed meanwhile
-            entries.push_back(StoredEntry{arch_name, *key, file.path(), size, modified});
-        }
+        // An entry lives in the shard its key's first two digits name.
+        add_keyed_files(arch_name, shard, shard.filename().string(), entries);
     });
     return entries;
 }
 
-std::vector<fs::path> scan_leftovers_in(const fs::path& shard_directory, fs::file_time_type cutoff) {
+std::vector<StoredEntry> scan_failure_records(const Layout& layout, const std::optional<std::string>& arch) {
+    std::vector<StoredEntry> records;
+    for_each_arch(layout, arch, [&](const std::string& arch_name, const fs::path&) {
+        add_keyed_files(arch_name, layout.failures_directory(arch_name), "", records);
+    });
+    return records;
+}
+
+std::vector<fs::path> scan_leftovers_in(const fs::path& directory, fs::file_time_type cutoff) {
     std::vector<fs::path> leftovers;
     std::error_code error;
-    for (const auto& file : fs::directory_iterator(shard_directory, error)) {
+    for (const auto& file : fs::directory_iterator(directory, error)) {
         if (!is_leftover_name(file.path().filename().string())) continue;
         std::error_code stat_error;
         const auto modified = file.last_write_time(stat_error);
@@ -70,9 +94,13 @@ std::vector<fs::path> scan_leftovers_in(const fs::path& shard_directory, fs::fil
 
 std::vector<fs::path> scan_leftovers(const Layout& layout, fs::file_time_type cutoff) {
     std::vector<fs::path> leftovers;
-    for_each_shard(layout, std::nullopt, [&](const std::string&, const fs::path& shard) {
-        auto found = scan_leftovers_in(shard, cutoff);
+    const auto add_from = [&](const fs::path& directory) {
+        auto found = scan_leftovers_in(directory, cutoff);
         leftovers.insert(leftovers.end(), found.begin(), found.end());
+    };
+    for_each_shard(layout, std::nullopt, [&](const std::string&, const fs::path& shard) { add_from(shard); });
+    for_each_arch(layout, std::nullopt, [&](const std::string& arch_name, const fs::path&) {
+        add_from(layout.failures_directory(arch_name));
     });
     return leftovers;
 }

@@ -11,7 +11,7 @@
 
 namespace fajit::cache {
 
-// An entry file found on disk (not decoded).
+// An entry or failure record file found on disk (not decoded).
 struct StoredEntry {
     std::string arch;
     Key key;
@@ -24,10 +24,15 @@ struct StoredEntry {
 // layout does not produce are skipped; unreadable directories are skipped, not fatal.
 std::vector<StoredEntry> scan_entries(const Layout& layout, const std::optional<std::string>& arch = std::nullopt);
 
+// Every failure record under the layout (not decoded), or only those of `arch`.
+std::vector<StoredEntry> scan_failure_records(const Layout& layout,
+                                              const std::optional<std::string>& arch = std::nullopt);
+
 // Temp files and lock files last modified before `cutoff`: debris of killed writers.
-// The _in form looks in one shard directory only (the cheap check done on publish).
+// The _in form looks in one directory only (the cheap check done on publish); the other looks
+// in every shard and failures directory.
 std::vector<std::filesystem::path> scan_leftovers(const Layout& layout, std::filesystem::file_time_type cutoff);
-std::vector<std::filesystem::path> scan_leftovers_in(const std::filesystem::path& shard_directory,
+std::vector<std::filesystem::path> scan_leftovers_in(const std::filesystem::path& directory,
                                                      std::filesystem::file_time_type cutoff);
 
 }  // namespace fajit::cache

@@ -44,7 +44,17 @@ std::filesystem::path Layout::lock_path(std::string_view arch, const Key& key) c
     return arch_directory(arch) / shard_name(key) / (key.hex() + ".lock");
 }
 
+std::filesystem::path Layout::failures_directory(std::string_view arch) const {
+    return arch_directory(arch) / "failures";
+}
+
+std::filesystem::path Layout::failure_path(std::string_view arch, const Key& key) const {
+    return failures_directory(arch) / key.hex();
+}
+
 std::filesystem::path Layout::stats_path() const { return versioned_root() / "stats.json"; }
+
+std::filesystem::path Layout::fingerprint_memo_path() const { return versioned_root() / "file-fingerprints"; }
 
 std::string escape_arch(std::string_view arch) {
     // A lone '%' cannot come from escaping (every escape has two hex digits), so it names the empty arch.

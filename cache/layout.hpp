@@ -11,9 +11,11 @@ namespace fajit::cache {
 
 // Where things live under a cache root:
 //   <root>/v<format>/stats.json                        persisted statistics
+//   <root>/v<format>/file-fingerprints                 remembered hashes of files (see file_fingerprint_memo.hpp)
 //   <root>/v<format>/<arch>/<2 hex>/<32 hex>           an entry
 //   <root>/v<format>/<arch>/<2 hex>/<32 hex>.lock      single-flight lock for that key
 //   <root>/v<format>/<arch>/<2 hex>/<name>.tmp.<pid>.<random>  a file being written
+//   <root>/v<format>/<arch>/failures/<32 hex>         a failure record (see failure_record.hpp)
 // The format version in the path lets an old and a new fa-jit share one root without
 // reading each other's entries.
 class Layout {
@@ -26,7 +28,11 @@ public:
     std::filesystem::path arch_directory(std::string_view arch) const;
     std::filesystem::path entry_path(std::string_view arch, const Key& key) const;
     std::filesystem::path lock_path(std::string_view arch, const Key& key) const;
+    // Not a shard name (those are two hex digits), so entry scans never mistake it for one.
+    std::filesystem::path failures_directory(std::string_view arch) const;
+    std::filesystem::path failure_path(std::string_view arch, const Key& key) const;
     std::filesystem::path stats_path() const;
+    std::filesystem::path fingerprint_memo_path() const;
 
 private:
     std::filesystem::path root_;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "fajit/attention.hpp"
@@ -57,6 +58,9 @@ struct CompiledKernel {
     std::string log;
     double compile_seconds = 0.0;  // of the compile that produced it, wherever that ran
     bool compiled_now = false;     // false when memory or disk had it
+    // Set when the disk cache could not keep the code object: why its last attempt to store
+    // it failed (no space, read-only, not a directory, ...). The kernel is usable all the same.
+    std::error_code store_error;
 };
 
 struct Device {

@@ -2,11 +2,11 @@
 
 #include <dlfcn.h>
 #include <link.h>
-#include <xxhash.h>
 
-#include <cstdio>
-#include <fstream>
+#include <mutex>
 #include <vector>
+
+#include "cache/file_fingerprint_memo.hpp"
 
 namespace fajit {
 
@@ -29,21 +29,26 @@ std::string DynamicLibrary::path() const {
 
 void* DynamicLibrary::lookup(const char* symbol) { return handle_ ? dlsym(handle_, symbol) : nullptr; }
 
+namespace {
+
+std::mutex memo_mutex;
+std::filesystem::path memo_file;  // under memo_mutex
+
+}  // namespace
+
+void remember_fingerprints_in(std::filesystem::path memo) {
+    std::lock_guard lock(memo_mutex);
+    memo_file = std::move(memo);
+}
+
 std::string file_fingerprint(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return "unreadable";
-    XXH3_state_t* state = XXH3_createState();
-    XXH3_64bits_reset(state);
-    std::vector<char> buffer(1 << 20);
-    while (in) {
-        in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-        XXH3_64bits_update(state, buffer.data(), static_cast<std::size_t>(in.gcount()));
+    std::filesystem::path memo;
+    {
+        std::lock_guard lock(memo_mutex);
+        memo = memo_file;
     }
-    const auto digest = XXH3_64bits_digest(state);
-    XXH3_freeState(state);
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(digest));
-    return hex;
+    const auto fingerprint = cache::FileFingerprintMemo(memo).fingerprint(path);
+    return fingerprint ? fingerprint->hex : "unreadable";
 }
 
 }  // namespace fajit

@@ -1,5 +1,6 @@
 #pragma once
 // A dlopen'ed library whose symbols a backend binds by name.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,12 @@ private:
 };
 
 // XXH3-64 of a file's bytes as hex, "unreadable" when it cannot be read. Used to
-// fingerprint compiler libraries, so a rebuilt toolchain changes cache keys.
+// fingerprint compiler libraries, so a rebuilt toolchain changes cache keys. Reading them
+// costs tens of milliseconds, so the hashes are remembered across processes in memo (see
+// cache/file_fingerprint_memo.hpp); the runtime names its cache's memo file here, and until
+// then, or with an empty path, every call reads the file. Process-wide, since the backends
+// are made before any cache directory reaches them; any memo gives the same hashes.
+void remember_fingerprints_in(std::filesystem::path memo);
 std::string file_fingerprint(const std::string& path);
 
 }  // namespace fajit

@@ -1,9 +1,5 @@
 #include "dispatch/failed_variants.hpp"
 
-#include <spdlog/spdlog.h>
-#include <unistd.h>
-
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cache/key.hpp"
@@ -11,62 +7,42 @@
 namespace fajit {
 namespace {
 
-std::string key_of(const std::string& spec, const std::string& compiler) {
-    return cache::KeyBuilder().add("spec", spec).add("compiler", compiler).add("library", version()).finish().hex();
+cache::Key key_of(const std::string& spec, const std::string& compiler) {
+    return cache::KeyBuilder().add("spec", spec).add("compiler", compiler).add("library", version()).finish();
 }
 
 std::string_view name_of(ErrorKind kind) { return kind == ErrorKind::load_failed ? "load_failed" : "compile_failed"; }
 
 }  // namespace
 
-FailedVariants::FailedVariants(std::filesystem::path directory) : directory_(std::move(directory)) {}
+FailedVariants::FailedVariants(cache::DiskCache& disk) : disk_(disk) {}
 
-std::filesystem::path FailedVariants::file_of(const std::string& key) const { return directory_ / (key + ".json"); }
-
-std::optional<VariantFailure> FailedVariants::find(const std::string& spec, const std::string& compiler) {
-    const std::string key = key_of(spec, compiler);
-    if (auto it = in_memory_.find(key); it != in_memory_.end()) return it->second;
-    if (directory_.empty()) return std::nullopt;
-    std::ifstream file(file_of(key));
-    if (!file) return std::nullopt;
-    // A damaged record is ignored: the variant is simply tried again.
-    const auto record = nlohmann::json::parse(file, nullptr, false);
-    if (!record.is_object() || record.value("spec", "") != spec || record.value("compiler", "") != compiler)
-        return std::nullopt;
+std::optional<VariantFailure> FailedVariants::find(const KernelSpec& spec, const std::string& compiler) {
+    const std::string text = to_string(spec);
+    const cache::Key key = key_of(text, compiler);
+    if (auto it = in_memory_.find(key.hex()); it != in_memory_.end()) return it->second;
+    const auto record = disk_.find_failure(spec.arch, key);
+    // A sound record of another variant would mean a key collision; trust only an exact match.
+    if (!record || record->value("spec", "") != text || record->value("compiler", "") != compiler) return std::nullopt;
     VariantFailure failure;
-    failure.kind = record.value("kind", "") == name_of(ErrorKind::load_failed) ? ErrorKind::load_failed
-                                                                               : ErrorKind::compile_failed;
-    failure.summary = record.value("summary", "") + " (recorded in " + file_of(key).string() + ")";
-    in_memory_.emplace(key, failure);
+    failure.kind = record->value("kind", "") == name_of(ErrorKind::load_failed) ? ErrorKind::load_failed
+                                                                                : ErrorKind::compile_failed;
+    failure.summary =
+        record->value("summary", "") + " (recorded in " + disk_.failure_path(spec.arch, key).string() + ")";
+    in_memory_.emplace(key.hex(), failure);
     return failure;
 }
 
-void FailedVariants::record(const std::string& spec, const std::string& compiler, const VariantFailure& failure) {
-    const std::string key = key_of(spec, compiler);
-    in_memory_[key] = failure;
-    if (directory_.empty() || disk_failed_) return;
-    const nlohmann::json record = {{"spec", spec},
-                                   {"compiler", compiler},
-                                   {"library", version()},
-                                   {"kind", name_of(failure.kind)},
-                                   {"summary", failure.summary}};
-    // Written whole under a private name, then renamed: readers never see half a record.
-    const auto temporary = directory_ / (key + ".json." + std::to_string(::getpid()) + ".tmp");
-    std::error_code error;
-    std::filesystem::create_directories(directory_, error);
-    if (!error) {
-        std::ofstream file(temporary);
-        file << record.dump(2) << '\n';
-        file.close();
-        if (!file) error = std::make_error_code(std::errc::io_error);
-    }
-    if (!error) std::filesystem::rename(temporary, file_of(key), error);
-    if (error) {
-        disk_failed_ = true;
-        spdlog::warn("cannot record failed variants under {}: {}; remembering them in this process only",
-                     directory_.string(), error.message());
-        std::filesystem::remove(temporary, error);
-    }
+void FailedVariants::record(const KernelSpec& spec, const std::string& compiler, const VariantFailure& failure) {
+    const std::string text = to_string(spec);
+    const cache::Key key = key_of(text, compiler);
+    in_memory_[key.hex()] = failure;
+    if (disk_failed_) return;
+    // spec and family are what fa-jit ls shows and filters on, as for entries.
+    const nlohmann::json details = {
+        {"spec", text},         {"family", spec.family}, {"compiler", compiler},
+        {"library", version()}, {"kind", name_of(failure.kind)},    {"summary", failure.summary}};
+    if (!disk_.record_failure(spec.arch, key, details)) disk_failed_ = true;
 }
 
 }  // namespace fajit

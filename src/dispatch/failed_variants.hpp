@@ -1,15 +1,15 @@
 #pragma once
 // Variants that failed to compile or load, remembered so a process (and the next one)
 // goes straight to the fallback instead of failing again. Each failure is kept in memory
-// and, when a cache directory is in use, as one small JSON file under
-// <cache root>/failed-variants/, named by a hash of the spec, the compiler identity and the
-// library version: a new compiler or a new fa-jit tries the variant afresh. Deleting the
-// directory (or clearing the cache) forgets them all.
-#include <filesystem>
+// and as a failure record in the disk cache (cache/FORMAT.md), keyed by a hash of the spec,
+// the compiler identity and the library version: a new compiler or a new fa-jit tries the
+// variant afresh. `fa-jit clear` forgets them all.
 #include <map>
 #include <optional>
 #include <string>
 
+#include "cache/disk_cache.hpp"
+#include "fajit/kernel_spec.hpp"
 #include "fajit/runtime.hpp"
 
 namespace fajit {
@@ -21,23 +21,19 @@ struct VariantFailure {
 
 class FailedVariants {
 public:
-    // An empty directory keeps failures in memory only.
-    explicit FailedVariants(std::filesystem::path directory);
+    // A disabled disk cache keeps failures in memory only.
+    explicit FailedVariants(cache::DiskCache& disk);
 
     // How spec failed under compiler before, if it did.
-    std::optional<VariantFailure> find(const std::string& spec, const std::string& compiler);
-    // Remembers a failure. A directory that cannot be written is reported once and then
-    // left alone: the failure is still remembered in memory.
-    void record(const std::string& spec, const std::string& compiler, const VariantFailure&);
-
-    const std::filesystem::path& directory() const { return directory_; }
+    std::optional<VariantFailure> find(const KernelSpec& spec, const std::string& compiler);
+    // Remembers a failure. A cache that cannot store it warns once (the disk cache does) and
+    // is not asked again: the failure is still remembered in memory.
+    void record(const KernelSpec& spec, const std::string& compiler, const VariantFailure&);
 
 private:
-    std::filesystem::path file_of(const std::string& key) const;
-
-    std::filesystem::path directory_;
+    cache::DiskCache& disk_;
     bool disk_failed_ = false;
-    std::map<std::string, VariantFailure> in_memory_;  // by key, as in the file name
+    std::map<std::string, VariantFailure> in_memory_;  // by the record's key, as hex
 };
 
 }  // namespace fajit

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "backend/dynamic_library.hpp"
+#include "cache/layout.hpp"
 #include "codegen/emitter.hpp"
 #include "runtime/kernel_key.hpp"
 
@@ -26,7 +28,12 @@ KernelProvider::KernelProvider(const Options& options, const std::vector<std::un
       compile_options_(options.debug_counters ? std::vector<std::string>{"-DFAJIT_DEBUG_COUNTERS=1"}
                                               : std::vector<std::string>{}),
       backends_(backends),
-      disk_(disk_config(options)) {}
+      disk_(disk_config(options)) {
+    // The compiler identity in every key hashes the compiler libraries; remembering those
+    // hashes in the cache spares a new process reading them again before its first hit.
+    const cache::DiskCacheConfig& disk = disk_.config();
+    remember_fingerprints_in(disk.enabled ? cache::Layout(disk.root).fingerprint_memo_path() : std::filesystem::path());
+}
 
 const Backend& KernelProvider::backend_for(const std::string& arch) const {
     for (const auto& backend : backends_)
@@ -105,6 +112,7 @@ CompiledKernel KernelProvider::get(const KernelSpec& spec) {
         if (attempt == 1) throw std::runtime_error("compiling " + to_string(spec) + " produced no kernel");
     }
     kernel.compiled_now = compiled_now;
+    kernel.store_error = disk_.store_error(spec.arch, key);
     std::lock_guard lock(mutex_);
     in_memory_.emplace(key_hex, kernel);
     return kernel;

@@ -22,6 +22,8 @@ public:
     std::string emit(const KernelSpec&) const;
     // Drops a kernel the device loader rejected, so the next get() compiles it afresh.
     void forget(const CompiledKernel&);
+    // The store kernels are kept in, shared with what else the runtime keeps on disk.
+    cache::DiskCache& disk_cache() { return disk_; }
 
 private:
     const Backend& backend_for(const std::string& arch) const;

@@ -36,11 +36,6 @@ std::string summarize(const std::string& what, const std::string& log) {
     return summary;
 }
 
-std::filesystem::path failed_variants_directory(const Options& options) {
-    if (options.cache_disabled || options.cache_dir.empty()) return {};
-    return options.cache_dir / "failed-variants";
-}
-
 void launch(const KernelSpec& spec, LoadedKernel& kernel, int compute_units, const AttentionArgs& args, void* stream) {
     const KernelArguments arguments = make_kernel_arguments(args);
     if (auto error = kernel.launch(launch_shape(spec, args, compute_units), &arguments, sizeof arguments, stream);
@@ -66,7 +61,7 @@ struct Runtime::State {
     };
     std::optional<Running> running;                                               // found on first use
     std::map<std::pair<int, std::string>, std::unique_ptr<LoadedKernel>> loaded;  // by (device, cache key)
-    FailedVariants failed{failed_variants_directory(options)};
+    FailedVariants failed{provider.disk_cache()};
     std::set<std::string> said;  // fallback messages already logged
 
     State(Options given, std::vector<std::unique_ptr<Backend>> given_backends)
@@ -130,7 +125,7 @@ struct Runtime::State {
     LoadedKernel* load_specialized(int ordinal, const KernelSpec& spec) {
         const std::string text = to_string(spec);
         const std::string compiler = compiler_identity(spec.arch);
-        std::optional<VariantFailure> failure = failed.find(text, compiler);
+        std::optional<VariantFailure> failure = failed.find(spec, compiler);
         if (failure) {
             failure->summary = text + " failed before: " + failure->summary;
         } else {
@@ -143,7 +138,7 @@ struct Runtime::State {
                 if (error.kind() != ErrorKind::load_failed) throw;
                 failure = VariantFailure{ErrorKind::load_failed, error.what()};
             }
-            failed.record(text, compiler, *failure);
+            failed.record(spec, compiler, *failure);
         }
         if (options.strict)
             throw Error(failure->kind, "FAJIT_STRICT=1 refuses the fallback to " + std::string(fallback_family().name) + ": " + failure->summary);

@@ -17,8 +17,9 @@ namespace {
 constexpr std::string_view arch = "gfx942:sramecc+:xnack-";
 
 // What every unwritable-storage scenario must show: entries still come back, one warning,
-// no stray files. Returns a description of the first failed expectation, empty if none.
-std::string exercise_unwritable_cache(const fs::path& root, const fs::path& watched) {
+// no stray files, and each key's store error names the cause. Returns a description of the
+// first failed expectation, empty if none.
+std::string exercise_unwritable_cache(const fs::path& root, const fs::path& watched, std::errc cause) {
     CapturedLog log;
     DiskCache cache(config_at(root, log));
     int calls = 0;
@@ -37,6 +38,10 @@ std::string exercise_unwritable_cache(const fs::path& root, const fs::path& watc
     if (cache.load(arch, key_of("direct"))) return "load found an entry";
     if (log.lines_at("warning") != 1) return "expected exactly one warning, log was:\n" + log.text();
     if (cache.session_stats().publish_failures != 7) return "publish failures not counted";
+    for (const char* seed : {"unwritable 0", "direct"}) {
+        const std::error_code error = cache.store_error(arch, key_of(seed));
+        if (error != cause) return std::string(seed) + ": store error is '" + error.message() + "'";
+    }
     cache.flush_stats();
     std::error_code error;
     for (auto it = fs::recursive_directory_iterator(watched, error); !error && it != fs::recursive_directory_iterator();
@@ -51,7 +56,8 @@ std::string exercise_unwritable_cache(const fs::path& root, const fs::path& watc
 TEST_CASE("a root below a regular file (unwritable even for root) degrades to compiling") {
     TempDir dir;
     std::ofstream(dir.path() / "plain-file") << "x";
-    CHECK(exercise_unwritable_cache(dir.path() / "plain-file" / "cache", dir.path() / "plain-file") == "");
+    CHECK(exercise_unwritable_cache(dir.path() / "plain-file" / "cache", dir.path() / "plain-file",
+                                    std::errc::not_a_directory) == "");
     CHECK(fs::is_regular_file(dir.path() / "plain-file"));
 }
 
@@ -67,7 +73,7 @@ TEST_CASE("a read-only cache directory degrades to compiling") {
     const int exit_code = run_in_child([&] {
         // Root ignores permission bits, so drop to an unprivileged user to make 0555 bite.
         if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) return 3;
-        const std::string problem = exercise_unwritable_cache(root, root);
+        const std::string problem = exercise_unwritable_cache(root, root, std::errc::permission_denied);
         if (!problem.empty()) {
             std::ofstream(dir.path().string() + ".problem") << problem;
             return 1;
@@ -101,7 +107,12 @@ TEST_CASE("a full file system: warnings, no partial files, entries still returne
         const std::string seed = "tiny " + std::to_string(i);
         CHECK(cache.get_or_create(arch, key_of(seed), [&] { return entry_for(seed, payload); }) ==
               entry_for(seed, payload));
-        if (fs::exists(cache.entry_path(arch, key_of(seed)))) ++stored;
+        if (fs::exists(cache.entry_path(arch, key_of(seed)))) {
+            ++stored;
+            CHECK_FALSE(cache.store_error(arch, key_of(seed)));
+        } else {
+            CHECK(cache.store_error(arch, key_of(seed)) == std::errc::no_space_on_device);
+        }
     }
     CHECK(stored >= 1);
     CHECK(stored < 12);
@@ -115,4 +126,36 @@ TEST_CASE("a full file system: warnings, no partial files, entries still returne
         CHECK(cache.get_or_create(arch, key_of(seed), [&] { return entry_for(seed, payload); }) ==
               entry_for(seed, payload));
     }
+}
+
+TEST_CASE("store_error names why a key's last publish failed, until it is stored") {
+    TempDir dir;
+    CapturedLog log;
+    DiskCacheConfig config = config_at(dir.path(), log);
+    config.max_bytes = 1000;
+    DiskCache cache(config);
+    CHECK_FALSE(cache.store_error(arch, key_of("big")));
+    CHECK_FALSE(cache.publish(arch, key_of("big"), entry_for("big", 2000)));
+    CHECK(cache.store_error(arch, key_of("big")) == std::errc::file_too_large);
+    CHECK_FALSE(cache.store_error(arch, key_of("other")));
+    CHECK(cache.publish(arch, key_of("big"), entry_for("big", 100)));
+    CHECK_FALSE(cache.store_error(arch, key_of("big")));
+}
+
+TEST_CASE("holds checks an entry is stored and sound without counting a request") {
+    TempDir dir;
+    CapturedLog log;
+    DiskCache cache(config_at(dir.path(), log));
+    REQUIRE(cache.publish(arch, key_of("kept"), entry_for("kept", 100)));
+    REQUIRE(cache.publish(arch, key_of("damaged"), entry_for("damaged", 100)));
+    fs::resize_file(cache.entry_path(arch, key_of("damaged")), 60);
+    const auto used_before = fs::last_write_time(cache.entry_path(arch, key_of("kept")));
+
+    CHECK(cache.holds(arch, key_of("kept")));
+    CHECK_FALSE(cache.holds(arch, key_of("damaged")));
+    CHECK_FALSE(cache.holds(arch, key_of("absent")));
+    CHECK_FALSE(cache.holds("gfx1151", key_of("kept")));
+    CHECK(cache.session_stats() == CacheStats{});
+    CHECK(fs::exists(cache.entry_path(arch, key_of("damaged"))));  // a check removes nothing
+    CHECK(fs::last_write_time(cache.entry_path(arch, key_of("kept"))) == used_before);
 }

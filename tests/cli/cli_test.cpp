@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 
+#include "cache/disk_cache.hpp"
 #include "cli_process.hpp"
 
 namespace {
@@ -223,12 +224,119 @@ TEST_CASE("warm a preset for gfx1151 and gfx942, then again: everything already 
                        << " s compiling, " << second["wall_seconds"].get<double>() << " s from the cache");
     CHECK(second["wall_seconds"].get<double>() < first["wall_seconds"].get<double>());
     CHECK(warmed.second.seconds < warmed.first.seconds);
+    // The first warm hashed the compiler libraries for the cache keys and remembered the hashes.
+    CHECK(fs::is_regular_file(warmed.root / "v1" / "file-fingerprints"));
 
     const CliRun quiet =
         fa_jit(with_cache({"warm", "--preset", "llama-3", "--arch", "gfx942", "-q"}, copy_of_warmed_cache()));
     CHECK(quiet.exit_code == 0);
     CHECK(quiet.err.empty());
     CHECK(quiet.out.find("already cached  4") != std::string::npos);
+}
+
+namespace {
+
+// One scalar variant per head dim given, for gfx1151: quick to compile.
+std::vector<std::string> warm_scalar_args(const std::vector<std::string>& head_dims) {
+    std::vector<std::string> args = {"warm", "--family", "scalar",  "--dtype", "f16", "--causal",
+                                     "none", "--arch",   "gfx1151", "--jobs",  "1",   "--json"};
+    for (const std::string& head_dim : head_dims) {
+        args.push_back("--head-dim");
+        args.push_back(head_dim);
+    }
+    return args;
+}
+
+// The environment that makes directory refuse writes with errno_name (see storage_fault_shim.c).
+std::map<std::string, std::string> refusing_writes_under(const fs::path& directory, const std::string& errno_name) {
+    return {{"LD_PRELOAD", FAJIT_STORAGE_FAULT_SHIM},
+            {"FAJIT_TEST_REFUSE_UNDER", directory.string()},
+            {"FAJIT_TEST_REFUSE_ERRNO", errno_name}};
+}
+
+// A warm whose second variant could not be stored: it exits 2, and says why per variant.
+void check_one_not_stored(const CliRun& run, const std::string& reason) {
+    INFO("stderr: " << run.err);
+    CHECK(run.exit_code == exit_failed);
+    const json report = json_of(run);
+    CHECK(report["cached"] == 1);
+    CHECK(report["compiled"] == 0);
+    CHECK(report["not_stored"] == 1);
+    CHECK(report["failed"] == 0);
+    CHECK(report["not_stored_reasons"][reason] == 1);
+    REQUIRE(report["variants"].size() == 2);
+    CHECK(report["variants"][0]["outcome"] == "cached");
+    CHECK(report["variants"][1]["outcome"] == "not_stored");
+    CHECK(report["variants"][1]["reason"] == reason);
+    CHECK(run.err.find("not stored: 1 variant, " + reason) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("warm into a cache path that is a regular file stores nothing, says so and exits 2") {
+    if (!hip_compiler_available()) return;
+    const fs::path file = fresh_directory("regular-file");
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << "not a directory";
+    const CliRun run = fa_jit(with_cache(warm_scalar_args({"64"}), file));
+    INFO("stderr: " << run.err);
+    CHECK(run.exit_code == exit_failed);
+    const json report = json_of(run);
+    CHECK(report["compiled"] == 0);
+    CHECK(report["not_stored"] == 1);
+    CHECK(report["variants"][0]["reason"] == "not a directory");
+    CHECK(report["variants"][0]["error"] == "Not a directory");
+    CHECK(fs::is_regular_file(file));
+
+    std::vector<std::string> text_args = warm_scalar_args({"64"});
+    std::erase(text_args, "--json");
+    const CliRun text = fa_jit(with_cache(text_args, file));
+    CHECK(text.exit_code == exit_failed);
+    CHECK(text.err.find("not stored: 1 variant, not a directory (Not a directory), e.g. family=scalar,d=64,") !=
+          std::string::npos);
+    CHECK(text.out.find("not a directory 1") != std::string::npos);
+}
+
+TEST_CASE("warm into a read-only cache keeps what it holds and reports the rest as not stored") {
+    if (!hip_compiler_available()) return;
+    const fs::path cache = fresh_directory("read-only");
+    REQUIRE(fa_jit(with_cache(warm_scalar_args({"64"}), cache)).exit_code == 0);
+    check_one_not_stored(
+        fa_jit(with_cache(warm_scalar_args({"64", "72"}), cache), refusing_writes_under(cache, "EROFS")), "read-only");
+    CHECK(json_of(fa_jit(with_cache({"ls", "--json"}, cache))).size() == 1);
+}
+
+TEST_CASE("warm into a full cache reports what it could not store, and leaves no partial files") {
+    if (!hip_compiler_available()) return;
+    const fs::path cache = fresh_directory("full");
+    REQUIRE(fa_jit(with_cache(warm_scalar_args({"64"}), cache)).exit_code == 0);
+    check_one_not_stored(
+        fa_jit(with_cache(warm_scalar_args({"64", "72"}), cache), refusing_writes_under(cache, "ENOSPC")), "no space");
+    for (const auto& item : fs::recursive_directory_iterator(cache))
+        CHECK(item.path().filename().string().find(".tmp.") == std::string::npos);
+    // Once there is room again, the same warm completes.
+    CHECK(fa_jit(with_cache(warm_scalar_args({"64", "72"}), cache)).exit_code == 0);
+}
+
+TEST_CASE("warm beyond the cache's size limit reports the evicted variants as missing") {
+    if (!hip_compiler_available()) return;
+    const fs::path measure = fresh_directory("measure");
+    REQUIRE(fa_jit(with_cache(warm_scalar_args({"64", "72"}), measure)).exit_code == 0);
+    std::uint64_t smallest = UINT64_MAX, largest = 0;
+    for (const auto& entry : json_of(fa_jit(with_cache({"ls", "--json"}, measure)))) {
+        smallest = std::min(smallest, entry["size"].get<std::uint64_t>());
+        largest = std::max(largest, entry["size"].get<std::uint64_t>());
+    }
+    // Room for either entry alone, never for both.
+    const std::string limit = std::to_string(smallest + largest - 1);
+    const CliRun run =
+        fa_jit(with_cache(warm_scalar_args({"64", "72"}), fresh_directory("small")), {{"FAJIT_CACHE_MAX_SIZE", limit}});
+    INFO("stderr: " << run.err);
+    CHECK(run.exit_code == exit_failed);
+    const json report = json_of(run);
+    CHECK(report["compiled"] == 1);
+    CHECK(report["not_stored"] == 1);
+    CHECK(report["not_stored_reasons"]["missing"] == 1);
 }
 
 TEST_CASE("ls and stats agree with what was warmed") {
@@ -307,6 +415,60 @@ TEST_CASE("prune to a size limit leaves at most that much; clear leaves nothing"
     const CliRun cleared = fa_jit(with_cache({"clear", "--json"}, cache));
     CHECK(cleared.exit_code == 0);
     CHECK(json_of(cleared)["removed_entries"] == after["entries"]);
+    CHECK(json_of(fa_jit(with_cache({"ls", "--json"}, cache))).empty());
+}
+
+TEST_CASE("ls, stats and verify show failure records, verify --fix drops a damaged one, clear the rest") {
+    const fs::path cache = fresh_directory("failures");
+    const auto record = [&](const std::string& arch, const std::string& family) {
+        const std::string spec = "family=" + family + ",d=128,dtype=f16,arch=" + arch;
+        // What the library records when a variant fails to compile.
+        fajit::cache::DiskCacheConfig config;
+        config.root = cache;
+        fajit::cache::DiskCache(config).record_failure(
+            arch, fajit::cache::KeyBuilder().add("spec", spec).finish(),
+            {{"spec", spec}, {"family", family}, {"kind", "compile_failed"}, {"summary", "rejected: " + spec}});
+        return spec;
+    };
+    const std::string wmma = record("gfx1151", "wmma-gfx11");
+    const std::string scalar = record("gfx942", "scalar");
+
+    const json listed = json_of(fa_jit(with_cache({"ls", "--json"}, cache)));
+    REQUIRE(listed.size() == 2);
+    CHECK(listed[0]["kind"] == "failure");
+    CHECK(listed[0]["spec"] == wmma);
+    CHECK(listed[0]["error"] == "rejected: " + wmma);
+    CHECK(listed[1]["spec"] == scalar);
+    const json filtered = json_of(fa_jit(with_cache({"ls", "--json", "--family", "scalar"}, cache)));
+    REQUIRE(filtered.size() == 1);
+    CHECK(filtered[0]["arch"] == "gfx942");
+    const CliRun text = fa_jit(with_cache({"ls"}, cache));
+    CHECK(text.out.find("0 entries") != std::string::npos);
+    CHECK(text.out.find(wmma) != std::string::npos);
+    CHECK(text.out.find("2 failure records") != std::string::npos);
+
+    const json stats = json_of(fa_jit(with_cache({"stats", "--json"}, cache)));
+    CHECK(stats["entries"] == 0);
+    CHECK(stats["failure_records"] == 2);
+    CHECK(stats["per_arch"]["gfx1151"]["failure_records"] == 1);
+
+    const json sound = json_of(fa_jit(with_cache({"verify", "--json"}, cache)));
+    CHECK(sound["checked_failures"] == 2);
+    CHECK(sound["bad"].empty());
+    const fs::path damaged = listed[1]["path"].get<std::string>();
+    fs::resize_file(damaged, 20);
+    const CliRun found = fa_jit(with_cache({"verify", "--json"}, cache));
+    CHECK(found.exit_code == exit_failed);
+    const json report = json_of(found);
+    REQUIRE(report["bad"].size() == 1);
+    CHECK(report["bad"][0]["kind"] == "failure");
+    CHECK(report["bad"][0]["path"] == damaged.string());
+    CHECK(fa_jit(with_cache({"verify", "--fix"}, cache)).exit_code == 0);
+    CHECK_FALSE(fs::exists(damaged));
+    CHECK(json_of(fa_jit(with_cache({"stats", "--json"}, cache)))["counters"]["corrupt_entries"] == 1);
+
+    const json cleared = json_of(fa_jit(with_cache({"clear", "--json"}, cache)));
+    CHECK(cleared["removed_failure_records"] == 1);
     CHECK(json_of(fa_jit(with_cache({"ls", "--json"}, cache))).empty());
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "fajit/runtime.hpp"
 #include "support/fake_backend.hpp"
@@ -126,6 +127,19 @@ TEST_CASE("a variant that fails to compile falls back to scalar with one warning
     CHECK(warnings.last().find("running the fallback, scalar, instead") != std::string::npos);
 }
 
+namespace {
+
+// Where the disk cache keeps the failure records of gfx1151 variants (cache/FORMAT.md).
+std::vector<std::filesystem::path> failure_records_in(const std::filesystem::path& cache) {
+    std::vector<std::filesystem::path> records;
+    std::error_code missing;
+    for (const auto& file : std::filesystem::directory_iterator(cache / "v1" / "gfx1151" / "failures", missing))
+        records.push_back(file.path());
+    return records;
+}
+
+}  // namespace
+
 TEST_CASE("a failed variant is remembered on disk, keyed with the compiler: the next process skips it") {
     TemporaryDirectory cache;
     {
@@ -133,9 +147,8 @@ TEST_CASE("a failed variant is remembered on disk, keyed with the compiler: the 
         first.runtime->attention(args_for(2048), nullptr);
         CHECK(first.counters->compiles == 2);
     }
-    REQUIRE(std::filesystem::exists(cache.path / "failed-variants"));
-    CHECK(std::distance(std::filesystem::directory_iterator(cache.path / "failed-variants"),
-                        std::filesystem::directory_iterator()) == 1);
+    const auto records = failure_records_in(cache.path);
+    REQUIRE(records.size() == 1);
 
     CapturedWarnings warnings;
     FakeRuntime second(gfx1151(), cached_in(cache.path));  // this compiler would now succeed, but it is the same one
@@ -144,7 +157,27 @@ TEST_CASE("a failed variant is remembered on disk, keyed with the compiler: the 
     CHECK(second.runtime->select(args_for(2048)).family == "scalar");
     REQUIRE(warnings.count() == 1);
     CHECK(warnings.last().find("failed before") != std::string::npos);
-    CHECK(warnings.last().find("failed-variants") != std::string::npos);
+    CHECK(warnings.last().find(records.front().string()) != std::string::npos);
+}
+
+TEST_CASE("a damaged failure record is dropped with a warning and the variant is tried again") {
+    TemporaryDirectory cache;
+    {
+        FakeRuntime first(gfx1151({"wmma-gfx11"}), cached_in(cache.path));
+        first.runtime->attention(args_for(2048), nullptr);
+    }
+    const auto records = failure_records_in(cache.path);
+    REQUIRE(records.size() == 1);
+    std::filesystem::resize_file(records.front(), std::filesystem::file_size(records.front()) - 1);
+
+    CapturedWarnings warnings;
+    FakeRuntime second(gfx1151(), cached_in(cache.path));
+    second.runtime->attention(args_for(2048), nullptr);
+    CHECK(second.counters->compiles == 1);  // the variant, which this compiler accepts; scalar was on disk
+    CHECK(second.runtime->select(args_for(2048)).family == "wmma-gfx11");
+    REQUIRE(warnings.count() == 1);
+    CHECK(warnings.last().find("removing corrupt failure record") != std::string::npos);
+    CHECK(failure_records_in(cache.path).empty());
 }
 
 TEST_CASE("a variant the loader rejects falls back too, after one fresh compile") {

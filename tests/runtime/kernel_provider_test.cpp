@@ -74,6 +74,20 @@ TEST_CASE("a kernel compiles once, then comes from memory, then from disk in a n
     CHECK(from_disk.compile_seconds > 0.0);  // carried in the entry's metadata
 }
 
+TEST_CASE("a kernel the disk cache cannot keep is still returned, with the reason it was not stored") {
+    const auto spec = compilable_spec();
+    if (!spec) return;
+    const auto root = fresh_directory("not-a-directory");
+    std::ofstream(root / "plain-file") << "x";
+    Runtime unstorable(options_in(root / "plain-file"));
+    const auto kernel = unstorable.prepare(*spec);
+    CHECK_FALSE(kernel.code.empty());
+    CHECK(kernel.store_error == std::errc::not_a_directory);
+
+    Runtime storable(options_in(root / "cache"));
+    CHECK_FALSE(storable.prepare(*spec).store_error);
+}
+
 TEST_CASE("an entry without a kernel name is replaced by a fresh compile") {
     const auto spec = compilable_spec();
     if (!spec) return;

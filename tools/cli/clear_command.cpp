@@ -1,4 +1,5 @@
-// fa-jit clear: empties the cache (or one arch of it); the counters survive, as in ccache -C.
+// fa-jit clear: empties the cache (or one arch of it) of entries and failure records; the
+// counters survive, as in ccache -C.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -20,23 +21,18 @@ struct ClearOptions {
 
 int run_clear(const ClearOptions& options, const CommonOptions& common) {
     const auto disk_cache = open_disk_cache(resolve_options(common));
-    cache::PruneResult result;
-    if (options.arch.empty()) {
-        result = disk_cache->clear();
-    } else {
-        // A prune with an arch and no bound removes every entry of that arch.
-        cache::PruneOptions only_arch;
-        only_arch.arch = options.arch;
-        result = disk_cache->prune(only_arch);
-    }
+    const cache::PruneResult result =
+        disk_cache->clear(options.arch.empty() ? std::nullopt : std::optional<std::string>(options.arch));
     if (common.json)
         std::cout << nlohmann::json{{"removed_entries", result.removed_entries},
-                                    {"removed_bytes", result.removed_bytes}}
+                                    {"removed_bytes", result.removed_bytes},
+                                    {"removed_failure_records", result.removed_failure_records}}
                          .dump(2)
                   << "\n";
     else
         std::cout << "removed " << result.removed_entries << " entries (" << format_bytes(result.removed_bytes)
-                  << ")\n";
+                  << ") and " << result.removed_failure_records
+                  << (result.removed_failure_records == 1 ? " failure record\n" : " failure records\n");
     return exit_success;
 }
 
@@ -44,8 +40,8 @@ int run_clear(const ClearOptions& options, const CommonOptions& common) {
 
 Command add_clear_command(CLI::App& app) {
     auto options = std::make_shared<ClearOptions>();
-    auto* clear = app.add_subcommand("clear", "remove every cached kernel (counters are kept)");
-    clear->add_option("--arch", options->arch, "only this arch's entries (full name)");
+    auto* clear = app.add_subcommand("clear", "remove every cached kernel and failure record (counters are kept)");
+    clear->add_option("--arch", options->arch, "only this arch's entries and failure records (full name)");
     add_common_options(*clear, options->common);
     return {clear, [options] { return run_clear(*options, options->common); }};
 }

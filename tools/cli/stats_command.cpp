@@ -24,6 +24,7 @@ struct StatsOptions {
 struct ArchUsage {
     std::uint64_t entries = 0;
     std::uint64_t bytes = 0;
+    std::uint64_t failure_records = 0;
 };
 
 std::string percent(std::uint64_t part, std::uint64_t whole) {
@@ -46,16 +47,23 @@ int run_stats(const StatsOptions& options, const CommonOptions& common) {
         ++total.entries;
         total.bytes += entry.size;
     }
+    for (const auto& failure : disk_cache->list_failures()) {
+        ++per_arch[failure.arch].failure_records;
+        ++total.failure_records;
+    }
     const std::uint64_t max_bytes = disk_cache->config().max_bytes;
 
     if (common.json) {
         nlohmann::json archs = nlohmann::json::object();
-        for (const auto& [arch, usage] : per_arch) archs[arch] = {{"entries", usage.entries}, {"bytes", usage.bytes}};
+        for (const auto& [arch, usage] : per_arch)
+            archs[arch] = {
+                {"entries", usage.entries}, {"bytes", usage.bytes}, {"failure_records", usage.failure_records}};
         std::cout << nlohmann::json{{"cache_dir", disk_cache->config().root.string()},
                                     {"counters", cache::to_json(counters)},
                                     {"entries", total.entries},
                                     {"bytes", total.bytes},
                                     {"max_bytes", max_bytes},
+                                    {"failure_records", total.failure_records},
                                     {"per_arch", std::move(archs)}}
                          .dump(2)
                   << "\n";
@@ -80,8 +88,11 @@ int run_stats(const StatsOptions& options, const CommonOptions& common) {
     table.add_row({"entries", std::to_string(total.entries), ""});
     table.add_row(
         {"size", format_bytes(total.bytes) + " / " + format_bytes(max_bytes), percent(total.bytes, max_bytes)});
+    table.add_row({"failure records", std::to_string(total.failure_records), "variants the library skips"});
     for (const auto& [arch, usage] : per_arch)
-        table.add_row({"  " + arch, std::to_string(usage.entries), format_bytes(usage.bytes)});
+        table.add_row({"  " + arch, std::to_string(usage.entries),
+                       format_bytes(usage.bytes) +
+                           (usage.failure_records ? ", " + std::to_string(usage.failure_records) + " failed" : "")});
     table.print(std::cout);
     return exit_success;
 }
@@ -90,7 +101,8 @@ int run_stats(const StatsOptions& options, const CommonOptions& common) {
 
 Command add_stats_command(CLI::App& app) {
     auto options = std::make_shared<StatsOptions>();
-    auto* stats = app.add_subcommand("stats", "show the cache's counters, size against its limit and entries per arch");
+    auto* stats = app.add_subcommand(
+        "stats", "show the cache's counters, size against its limit, entries per arch and failure records");
     stats->add_flag("-z,--zero", options->zero, "zero the counters first (entries are kept)");
     add_common_options(*stats, options->common);
     return {stats, [options] { return run_stats(*options, options->common); }};

@@ -107,16 +107,18 @@ int run_warm(WarmOptions& options, const CommonOptions& common) {
 
     const auto progress = make_warm_progress(common.quietness > 0);
     const auto start = std::chrono::steady_clock::now();
-    const auto results = warm_variants(runtime, specs, options.jobs, *progress);
+    auto results = warm_variants(runtime, specs, options.jobs, *progress);
     const double wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    confirm_stored(results, *open_disk_cache(library_options));
 
     const WarmTotals totals = total_up(results, wall_seconds, options.jobs);
     print_failures(results, failure_log_lines, std::cerr);
+    print_not_stored(results, std::cerr);
     if (common.json)
         std::cout << warm_report_json(results, totals).dump(2) << "\n";
     else
         print_warm_summary(totals, std::cout);
-    return totals.failed ? exit_failed : exit_success;
+    return totals.failed || totals.not_stored ? exit_failed : exit_success;
 }
 
 }  // namespace
@@ -128,7 +130,8 @@ Command add_warm_command(CLI::App& app) {
         "Variants: every combination of --arch x --family x --head-dim x --dtype x --causal, with the tile\n"
         "options applied; combinations a family does not support on an arch are skipped (-vv shows them).\n"
         "A --manifest adds the variants it lists (format: tools/cli/MANIFEST.md).\n"
-        "Exit status: 0 all variants cached, 1 bad arguments, 2 some variant failed to compile.");
+        "Exit status: 0 all variants cached, 1 bad arguments, 2 some variant failed to compile or is not\n"
+        "in the cache at the end (read-only or full directory, a cache path that is not a directory, ...).");
     auto& sweep = options->sweep;
     warm->add_option("--arch", sweep.archs,
                      "target, full name with features (repeatable or comma-separated; "

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <sstream>
+#include <utility>
 
 #include "text_table.hpp"
 
@@ -29,6 +30,10 @@ WarmTotals total_up(const std::vector<WarmResult>& results, double wall_seconds,
             case WarmOutcome::cached:
                 ++totals.cached;
                 break;
+            case WarmOutcome::not_stored:
+                ++totals.not_stored;
+                ++totals.not_stored_reasons[result.not_stored_reason];
+                break;
             case WarmOutcome::failed:
                 ++totals.failed;
                 break;
@@ -43,8 +48,12 @@ void print_warm_summary(const WarmTotals& totals, std::ostream& out) {
     table.add_row(
         {"compiled", std::to_string(totals.compiled), "compile time " + seconds_text(totals.compile_seconds)});
     table.add_row({"already cached", std::to_string(totals.cached), ""});
+    std::string reasons;
+    for (const auto& [reason, count] : totals.not_stored_reasons)
+        reasons += (reasons.empty() ? "" : ", ") + reason + " " + std::to_string(count);
+    table.add_row({"not stored", std::to_string(totals.not_stored), reasons});
     table.add_row({"failed", std::to_string(totals.failed), ""});
-    table.add_row({"total", std::to_string(totals.compiled + totals.cached + totals.failed),
+    table.add_row({"total", std::to_string(totals.compiled + totals.cached + totals.not_stored + totals.failed),
                    "wall time " + seconds_text(totals.wall_seconds) + " with " + std::to_string(totals.jobs) +
                        (totals.jobs == 1 ? " job" : " jobs")});
     table.print(out);
@@ -64,11 +73,17 @@ nlohmann::json warm_report_json(const std::vector<WarmResult>& results, const Wa
             variant["error"] = result.error;
             variant["log"] = result.log;
         }
+        if (result.outcome == WarmOutcome::not_stored) {
+            variant["reason"] = result.not_stored_reason;
+            variant["error"] = result.error;
+        }
         variants.push_back(std::move(variant));
     }
     return {{"variants", std::move(variants)},
             {"compiled", totals.compiled},
             {"cached", totals.cached},
+            {"not_stored", totals.not_stored},
+            {"not_stored_reasons", totals.not_stored_reasons},
             {"failed", totals.failed},
             {"total", results.size()},
             {"compile_seconds", totals.compile_seconds},
@@ -86,6 +101,22 @@ void print_failures(const std::vector<WarmResult>& results, std::size_t log_line
         for (; shown < log_lines && std::getline(log, line); ++shown) out << "    " << line << "\n";
         if (std::getline(log, line)) out << "    ... (fa-jit compile SPEC prints the whole log)\n";
     }
+}
+
+void print_not_stored(const std::vector<WarmResult>& results, std::ostream& out) {
+    struct Group {
+        std::size_t count = 0;
+        std::string example;
+    };
+    std::map<std::pair<std::string, std::string>, Group> groups;  // by reason and error
+    for (const WarmResult& result : results) {
+        if (result.outcome != WarmOutcome::not_stored) continue;
+        Group& group = groups[{result.not_stored_reason, result.error}];
+        if (group.count++ == 0) group.example = to_string(result.spec);
+    }
+    for (const auto& [cause, group] : groups)
+        out << "not stored: " << group.count << (group.count == 1 ? " variant" : " variants") << ", " << cause.first
+            << " (" << cause.second << "), e.g. " << group.example << "\n";
 }
 
 }  // namespace fajit::cli

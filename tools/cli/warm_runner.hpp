@@ -1,14 +1,18 @@
 #pragma once
 // Prepares many variants on a pool of threads sharing one Runtime (prepare() is thread
-// safe and compiles each key once), reporting each as it finishes.
+// safe and compiles each key once), reporting each as it finishes, then checks which of them
+// the cache holds.
 #include <string>
 #include <vector>
 
+#include "cache/disk_cache.hpp"
 #include "fajit/runtime.hpp"
 
 namespace fajit::cli {
 
-enum class WarmOutcome { compiled, cached, failed };
+// compiled and cached mean the variant is in the cache; not_stored that it compiled (or was
+// found) but the cache does not hold it; failed that it could not be prepared at all.
+enum class WarmOutcome { compiled, cached, not_stored, failed };
 
 struct WarmResult {
     KernelSpec spec;
@@ -16,8 +20,11 @@ struct WarmResult {
     double seconds = 0.0;          // wall time of this variant's prepare()
     double compile_seconds = 0.0;  // compiler time of a variant compiled now
     std::string key;
-    std::string error;  // why it failed
+    std::string error;  // why it failed, or why it is not stored
     std::string log;    // the compiler's log when the compiler rejected it
+    // For not_stored: "read-only", "no space", "not a directory", "missing" (stored, then
+    // gone by the end: evicted for the size limit or removed by another process) or "other".
+    std::string not_stored_reason;
 };
 
 // Told about every variant as it finishes; called from the worker threads, one call at a time.
@@ -30,6 +37,10 @@ public:
 // Results in the order of specs. jobs must be at least 1.
 std::vector<WarmResult> warm_variants(Runtime& runtime, const std::vector<KernelSpec>& specs, int jobs,
                                       WarmObserver& observer);
+
+// Turns each compiled or cached result whose entry disk does not hold (whole and sound) now
+// into not_stored: what warm promises is the cache's content at the end, not the compiles.
+void confirm_stored(std::vector<WarmResult>& results, const cache::DiskCache& disk);
 
 std::string_view to_string(WarmOutcome outcome);
 
