@@ -5,9 +5,9 @@
 #include <string>
 #include <string_view>
 
-#include "families/registry.hpp"
 #include "fajit/kernel_spec.hpp"
 #include "fajit/options.hpp"
+#include "families/registry.hpp"
 #include "spec/shape_class.hpp"
 
 namespace fajit {

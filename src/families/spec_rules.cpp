@@ -15,10 +15,9 @@ constexpr float max_margin_f32_accumulation = 64.0f;
 
 // "64, 80, 96, 128, 256", or "16..256 in steps of 8" for a long even run.
 std::string describe_head_dims(std::span<const int> dims) {
-    const bool even_steps =
-        dims.size() > 5 && std::adjacent_find(dims.begin(), dims.end(), [&](int a, int b) {
-                               return b - a != dims[1] - dims[0];
-                           }) == dims.end();
+    const bool even_steps = dims.size() > 5 && std::adjacent_find(dims.begin(), dims.end(), [&](int a, int b) {
+                                                   return b - a != dims[1] - dims[0];
+                                               }) == dims.end();
     if (even_steps)
         return std::to_string(dims.front()) + ".." + std::to_string(dims.back()) + " in steps of " +
                std::to_string(dims[1] - dims[0]);

@@ -59,7 +59,8 @@ SharedLayout shared_layout(const KernelSpec& spec) {
     const unsigned stage_bytes = 2u * row_bytes * static_cast<unsigned>(spec.block_k);
     const unsigned room = 227u * 1024u - alignment - most_stages * stage_barrier_bytes - q_barrier_bytes - q_bytes;
     const unsigned stages = std::clamp(room / stage_bytes, 2u, most_stages);
-    return {alignment + q_bytes + stages * (stage_bytes + stage_barrier_bytes) + q_barrier_bytes, true,
+    return {alignment + q_bytes + stages * (stage_bytes + stage_barrier_bytes) + q_barrier_bytes,
+            true,
             {{{"kv_stages", static_cast<int>(stages)}}}};
 }
 

@@ -141,8 +141,10 @@ struct Runtime::State {
             failed.record(spec, compiler, *failure);
         }
         if (options.strict)
-            throw Error(failure->kind, "FAJIT_STRICT=1 refuses the fallback to " + std::string(fallback_family().name) + ": " + failure->summary);
-        say_once(spdlog::level::warn, failure->summary + "\n  running the fallback, " + std::string(fallback_family().name) + ", instead");
+            throw Error(failure->kind, "FAJIT_STRICT=1 refuses the fallback to " + std::string(fallback_family().name) +
+                                           ": " + failure->summary);
+        say_once(spdlog::level::warn,
+                 failure->summary + "\n  running the fallback, " + std::string(fallback_family().name) + ", instead");
         return nullptr;
     }
 
@@ -155,8 +157,9 @@ struct Runtime::State {
         const Selection selection = select_variant(arch, shape, options);
         if (!selection.fallback_reason.empty()) {
             if (options.strict && !selection.forced)
-                throw Error(ErrorKind::unsupported,
-                            "FAJIT_STRICT=1 refuses the fallback to " + std::string(fallback_family().name) + ": " + selection.fallback_reason);
+                throw Error(ErrorKind::unsupported, "FAJIT_STRICT=1 refuses the fallback to " +
+                                                        std::string(fallback_family().name) + ": " +
+                                                        selection.fallback_reason);
             say_once(selection.forced ? spdlog::level::info : spdlog::level::warn,
                      selection.fallback_reason + "; running " + to_string(selection.spec));
         }

@@ -79,7 +79,8 @@ SpecFields read_spec_fields(std::string_view text) {
         const auto item = text.substr(0, end);
         text.remove_prefix(std::min(end + 1, text.size()));
         const auto eq = item.find('=');
-        if (eq == std::string_view::npos || eq == 0) return fail("spec: expected name=value, got '" + std::string(item) + "'");
+        if (eq == std::string_view::npos || eq == 0)
+            return fail("spec: expected name=value, got '" + std::string(item) + "'");
         auto [it, inserted] = fields.emplace(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
         if (!inserted) return fail(it->first + ": given twice");
     }

@@ -11,8 +11,8 @@
 namespace fajit {
 
 struct SpecFields {
-    KernelSpec spec;  // tile fields as KernelSpec's defaults where the text leaves them out
-    TilePin tiles;    // the tile fields the text gives
+    KernelSpec spec;    // tile fields as KernelSpec's defaults where the text leaves them out
+    TilePin tiles;      // the tile fields the text gives
     std::string error;  // names the offending field; empty when the text reads
 };
 

@@ -36,8 +36,7 @@ std::optional<KernelSpec> largest_layout(const FamilyDescriptor& family, const s
                 spec.block_q = rows_per_wave * waves;
                 spec.block_k = block_k;
                 if (!validate(spec).empty()) continue;
-                if (!largest || shared_layout(spec).shared_bytes > shared_layout(*largest).shared_bytes)
-                    largest = spec;
+                if (!largest || shared_layout(spec).shared_bytes > shared_layout(*largest).shared_bytes) largest = spec;
             }
     return largest;
 }

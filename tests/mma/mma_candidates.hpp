@@ -24,8 +24,8 @@ inline std::vector<int> family_head_dims(const std::string& family) {
     return {dims.begin(), dims.end()};
 }
 
-inline KernelSpec family_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype, CausalMode causal,
-                              float margin) {
+inline KernelSpec family_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype,
+                              CausalMode causal, float margin) {
     KernelSpec spec;
     spec.family = family;
     spec.arch = arch;

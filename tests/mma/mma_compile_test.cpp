@@ -16,8 +16,8 @@
 
 #include "backend/backend.hpp"
 #include "codegen/emitter.hpp"
-#include "mma/mma_candidates.hpp"
 #include "families/registry.hpp"
+#include "mma/mma_candidates.hpp"
 #include "support/compile_support.hpp"
 
 using namespace fajit;

@@ -25,8 +25,7 @@ bool skip_unless_runs(const std::string& family) {
     const auto arch = gpu_test_arch();
     for (const std::string& runnable : tensor_core_families(arch))
         if (runnable == family) return false;
-    std::printf("skipped: the device is %s, which cannot run %s\n", arch.c_str(),
-                family.c_str());
+    std::printf("skipped: the device is %s, which cannot run %s\n", arch.c_str(), family.c_str());
     return true;
 }
 
@@ -140,8 +139,8 @@ void check_ramp(const std::string& family) {
         const auto result = compare(shape, run.outputs, reference_attention(shape, inputs),
                                     output_tolerance(shape, inputs, unit_roundoff(shape.dtype)));
         std::printf("ramp margin %g: %s %llu moves, %llu kept; scalar %llu moves, %llu kept; max abs error %.3g\n",
-                    margins[m], family.c_str(), run.counters[0], run.counters[1],
-                    scalar.counters[0], scalar.counters[1], result.max_error);
+                    margins[m], family.c_str(), run.counters[0], run.counters[1], scalar.counters[0],
+                    scalar.counters[1], result.max_error);
         CHECK_MESSAGE(result.bad_elements == 0, result.first_bad);
         CHECK(scalar.counters[0] == run.counters[0]);
         CHECK(scalar.counters[1] == run.counters[1]);
@@ -180,8 +179,7 @@ void check_persistent_tiles() {
         shape.dtype = DType::bf16;
         shape.causal = c.causal;
         shape.layout = Layout::bshd;
-        const KernelSpec spec =
-            family_spec("wgmma-sm90", gpu_test_arch(), c.head_dim, shape.dtype, c.causal, 10.0f);
+        const KernelSpec spec = family_spec("wgmma-sm90", gpu_test_arch(), c.head_dim, shape.dtype, c.causal, 10.0f);
         const int tiles = shape.batch * shape.heads_q * ((shape.len_q + spec.block_q - 1) / spec.block_q);
         CHECK_MESSAGE(tiles > multiprocessors, tiles, " tiles do not outnumber ", multiprocessors,
                       " multiprocessors: the case would not walk several tiles per block");

@@ -12,8 +12,8 @@
 #include "cache/file_reading.hpp"
 #include "cache/layout.hpp"
 #include "codegen/template_store.hpp"
-#include "families/registry.hpp"
 #include "fajit/runtime.hpp"
+#include "families/registry.hpp"
 
 using namespace fajit;
 
@@ -131,7 +131,8 @@ TEST_CASE("test counters and template overrides compile under keys of their own"
     const TemplateStore embedded;
     const FamilyDescriptor& family = family_of(*spec);
     for (const std::string_view part : family.prelude_parts)
-        std::ofstream(templates / part) << embedded.text(part) << (part == "prelude_common.h" ? "// a local edit\n" : "");
+        std::ofstream(templates / part) << embedded.text(part)
+                                        << (part == "prelude_common.h" ? "// a local edit\n" : "");
     std::ofstream(templates / family.template_file) << embedded.text(family.template_file);
     Options overridden = options_in(root);
     overridden.template_dir = templates;

@@ -9,8 +9,8 @@
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "exit_codes.hpp"
-#include "families/registry.hpp"
 #include "fajit/runtime.hpp"
+#include "families/registry.hpp"
 #include "spec_argument.hpp"
 
 namespace fajit::cli {
@@ -39,8 +39,9 @@ Command add_emit_command(CLI::App& app) {
     auto options = std::make_shared<EmitOptions>();
     auto* emit = app.add_subcommand("emit", "print the exact source the library compiles for SPEC");
     emit->add_option("spec", options->spec,
-                     "spec, e.g. family=" + std::string(fallback_family().name) + ",d=128,dtype=f16,causal=bottom-right,arch=gfx1151 (family, d, dtype "
-                     "and arch are required; bq, bk, waves, margin, causal are optional)")
+                     "spec, e.g. family=" + std::string(fallback_family().name) +
+                         ",d=128,dtype=f16,causal=bottom-right,arch=gfx1151 (family, d, dtype "
+                         "and arch are required; bq, bk, waves, margin, causal are optional)")
         ->required();
     emit->add_option("--arch", options->arch, "target to use instead of the spec's arch");
     add_common_options(*emit, options->common);

@@ -7,8 +7,8 @@
 #include <set>
 
 #include "dispatch/variant_table.hpp"
-#include "families/registry.hpp"
 #include "exit_codes.hpp"
+#include "families/registry.hpp"
 #include "presets.hpp"
 
 namespace fajit::cli {
