@@ -82,7 +82,7 @@ FAJIT_DEVICE void fa_mma_load_rows(const unsigned int (&tile)[count],
 #pragma unroll
         for (int c = 0; c < count; ++c) {
             fa_nv_copy_chunk(tile[c] + offset + pass * layout::offset(rows_per_pass, 0),
-                              first[c] + (valid ? element_offset[c] : 0), valid, aligned);
+                             first[c] + (valid ? element_offset[c] : 0), valid, aligned);
             element_offset[c] += rows_per_pass * row_stride[c];
         }
     }

@@ -43,7 +43,7 @@ struct fa_wgmma_layout {
     static constexpr int q_bytes = Spec::block_q * Spec::head_dim * 2;
     static constexpr int kv_bytes = Spec::block_k * Spec::head_dim * 2;
     static constexpr int tile_bytes = q_bytes + 2 * stages * kv_bytes;  // then the mbarriers
-    static constexpr int barrier_bytes = 8 * (4 * stages + 1);         // full and empty for K and V a stage, Q's
+    static constexpr int barrier_bytes = 8 * (4 * stages + 1);          // full and empty for K and V a stage, Q's
     static constexpr int alignment = 1024;                              // slack for aligning the start
     static constexpr int bytes = alignment + tile_bytes + barrier_bytes;
     static_assert(bytes <= Spec::shared_bytes, "the host reserves less shared memory than fa_wgmma_layout uses");
@@ -152,9 +152,9 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     constexpr int block_k = Spec::block_k;
     constexpr int stages = layout::stages;
     constexpr int groups = layout::groups;
-    constexpr int dim_slices = head_dim / 16;  // k steps of Q K^T
-    constexpr int key_tiles = block_k / 8;     // 8-column tiles of S
-    constexpr int key_slices = block_k / 16;   // k steps of P V
+    constexpr int dim_slices = head_dim / 16;          // k steps of Q K^T
+    constexpr int key_tiles = block_k / 8;             // 8-column tiles of S
+    constexpr int key_slices = block_k / 16;           // k steps of P V
     constexpr int out_n = head_dim >= 128 ? 128 : 64;  // head dims one P V wgmma covers
     constexpr int out_chunks = head_dim / out_n;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
@@ -209,8 +209,8 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         // its stage once the consumers have released the stage's previous fill.
         fa_sm90_lower_registers<layout::producer_registers>();
         const int thread = static_cast<int>(threadIdx.x) - layout::consumers;
-        const bool aligned = fa_nv_aligned16(p.q, p.q_stride) && fa_nv_aligned16(p.k, p.k_stride) &&
-                             fa_nv_aligned16(p.v, p.v_stride);
+        const bool aligned =
+            fa_nv_aligned16(p.q, p.q_stride) && fa_nv_aligned16(p.k, p.k_stride) && fa_nv_aligned16(p.v, p.v_stride);
         // Element-wise copies are plain stores, which an ordinary arrival releases.
         const auto arrive_loaded = [&](int tensor, int fill) {
             if (aligned)

@@ -190,6 +190,5 @@ struct alignas(16) fa_u32x4 {
     unsigned int x, y, z, w;
 };
 
-
 // Lane index within the wave; the kernels launch one-dimensional blocks.
 FAJIT_DEVICE int fa_lane() { return static_cast<int>(threadIdx.x) % FAJIT_WAVE_SIZE; }

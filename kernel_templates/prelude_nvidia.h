@@ -76,7 +76,7 @@ FAJIT_DEVICE bool fa_nv_aligned16(const void* pointer, const long long (&stride)
 // instructions (static count, sm_90a), on the steps without a mask too.
 template <int key_tiles, bool scale_here>
 FAJIT_DEVICE void fa_m16n8_mask_and_reduce(float (&s)[4 * key_tiles], float scale_log2, bool masked,
-                                               const int (&visible)[2], int key0, float (&row_max)[2]) {
+                                           const int (&visible)[2], int key0, float (&row_max)[2]) {
     const int t = static_cast<int>(threadIdx.x) % 4;
     if constexpr (scale_here)
 #pragma unroll
@@ -101,8 +101,8 @@ FAJIT_DEVICE void fa_m16n8_mask_and_reduce(float (&s)[4 * key_tiles], float scal
 // spares a multiply per score; any other scale is applied here. Returns the factor
 // the scores still need.
 template <int key_tiles>
-FAJIT_DEVICE float fa_m16n8_scores(float (&s)[4 * key_tiles], float scale_log2, bool masked,
-                                       const int (&visible)[2], int key0, float (&row_max)[2]) {
+FAJIT_DEVICE float fa_m16n8_scores(float (&s)[4 * key_tiles], float scale_log2, bool masked, const int (&visible)[2],
+                                   int key0, float (&row_max)[2]) {
     if (scale_log2 > 0.0f) {
         fa_m16n8_mask_and_reduce<key_tiles, false>(s, scale_log2, masked, visible, key0, row_max);
         for (int h = 0; h < 2; ++h) row_max[h] *= scale_log2;
@@ -134,7 +134,7 @@ FAJIT_DEVICE bool fa_m16n8_move_frames(const fa_params& p, int row, float margin
 // key yet has frame -inf; subtracting 0 instead keeps its masked scores at 0, not NaN.
 template <int key_tiles>
 FAJIT_DEVICE void fa_m16n8_exponentiate(float (&s)[4 * key_tiles], float multiplier, const float (&frame)[2],
-                                            float (&sum)[2]) {
+                                        float (&sum)[2]) {
     float base[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) base[h] = frame[h] == fa_neg_inf() ? 0.0f : frame[h];
@@ -160,9 +160,8 @@ FAJIT_DEVICE void fa_m16n8_pack(const float (&p)[4 * key_tiles], unsigned int (&
 
 // Normalizes and stores the lane's two rows of O (first row `row`), and their LSE.
 template <class T, int dim_tiles>
-FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, int batch, int head, int row,
-                                     const float (&out)[4 * dim_tiles], const float (&frame)[2],
-                                     const float (&sum)[2]) {
+FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, int batch, int head, int row, const float (&out)[4 * dim_tiles],
+                                 const float (&frame)[2], const float (&sum)[2]) {
     const int t = static_cast<int>(threadIdx.x) % 4;
     T* o = static_cast<T*>(p.o) + batch * p.o_stride[0] + head * p.o_stride[1];
     const bool aligned = fa_nv_aligned16(p.o, p.o_stride);

@@ -92,7 +92,7 @@ FAJIT_DEVICE void fa_sm90_hold(float (&d)[count]) {
 }
 
 // Inline PTX has no loops: the accumulator operand lists are spelled out.
-#define FA_SM90_ACC8(d, i)                                                                                        \
+#define FA_SM90_ACC8(d, i)                                                                                      \
     "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
         "+f"(d[i + 7])
 #define FA_SM90_ACC32(d) FA_SM90_ACC8(d, 0), FA_SM90_ACC8(d, 8), FA_SM90_ACC8(d, 16), FA_SM90_ACC8(d, 24)
@@ -107,17 +107,17 @@ FAJIT_DEVICE void fa_sm90_hold(float (&d)[count]) {
     "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 // D (+)= A B for a 64xN D, both operands K-major in shared memory; `accumulate` 0
 // overwrites D.
-#define FA_SM90_WGMMA_SS(shape, type, regs, acc, a_op, b_op, flag_op)                                            \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " flag_op ", 0;\nwgmma.mma_async.sync.aligned." shape        \
-                 ".f32." type "." type " " regs ", " a_op ", " b_op ", p, 1, 1, 0, 0;\n}\n"                       \
-                 : acc                                                                                           \
+#define FA_SM90_WGMMA_SS(shape, type, regs, acc, a_op, b_op, flag_op)                                                 \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " flag_op ", 0;\nwgmma.mma_async.sync.aligned." shape ".f32." type \
+                 "." type " " regs ", " a_op ", " b_op ", p, 1, 1, 0, 0;\n}\n"                                        \
+                 : acc                                                                                                \
                  : "l"(a), "l"(b), "r"(accumulate))
 // D += A B for a 64xN D, A from registers, B N-major in shared memory (always
 // accumulates; the predicate is set from a register because PTX wants one).
-#define FA_SM90_WGMMA_RS(shape, type, regs, acc, a_ops, b_op, flag_op)                                          \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " flag_op ", 0;\nwgmma.mma_async.sync.aligned." shape        \
-                 ".f32." type "." type " " regs ", " a_ops ", " b_op ", p, 1, 1, 1;\n}\n"                          \
-                 : acc                                                                                           \
+#define FA_SM90_WGMMA_RS(shape, type, regs, acc, a_ops, b_op, flag_op)                                                \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " flag_op ", 0;\nwgmma.mma_async.sync.aligned." shape ".f32." type \
+                 "." type " " regs ", " a_ops ", " b_op ", p, 1, 1, 1;\n}\n"                                          \
+                 : acc                                                                                                \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
 
 template <class T, int n>

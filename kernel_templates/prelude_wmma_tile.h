@@ -38,7 +38,6 @@ typedef short fa_v16s __attribute__((ext_vector_type(16)));
 typedef _Float16 fa_v16h __attribute__((ext_vector_type(16)));
 #endif
 
-
 FAJIT_DEVICE unsigned int fa_shuffle_u32(unsigned int value, int source_lane) {
 #if FAJIT_AMD
     return static_cast<unsigned int>(__shfl(static_cast<int>(value), source_lane, FAJIT_WAVE_SIZE));
