@@ -37,6 +37,10 @@ struct Options {
     std::uint64_t cache_max_bytes = 2ull << 30;  // FAJIT_CACHE_MAX_SIZE, bytes or with K/M/G suffix
     bool cache_disabled = false;                 // FAJIT_CACHE_DISABLE=1
     std::filesystem::path template_dir;          // FAJIT_TEMPLATE_DIR: read templates from here
+    // FAJIT_MAX_LOADED_KERNELS: kernels a Runtime keeps loaded (and their code objects in
+    // memory); past it the least recently used is unloaded, and loaded again from the disk
+    // cache when next needed. At least 1.
+    std::size_t max_loaded_kernels = 256;
     std::string log_level = "warn";              // FAJIT_LOG_LEVEL: trace, debug, info, warn, error, off
     // FAJIT_DEBUG_COUNTERS=1 compiles the kernels' test counters in (see
     // AttentionArgs::debug_counters). Such kernels are cached under their own keys.

@@ -30,6 +30,11 @@ struct Nvrtc {
     decltype(&nvrtcAddNameExpression) add_name = nullptr;
     decltype(&nvrtcGetLoweredName) lowered_name = nullptr;
     decltype(&nvrtcGetErrorString) error_string = nullptr;
+    // NVRTC 12.9 and later keep a cache of their own results, in the driver's compute cache
+    // that every process of the user shares, and a result from it comes without the compiler's
+    // log: ptxas's register and spill report goes missing. fa-jit caches kernels itself, with
+    // their logs, so that cache is switched off (--no-cache, which older NVRTC rejects).
+    bool has_result_cache = false;
     std::string error;
 
     Nvrtc() {
@@ -48,6 +53,9 @@ struct Nvrtc {
             error = "NVRTC at " + library.path() + " lacks an expected symbol";
             return;
         }
+        int major = 0, minor = 0;
+        version(&major, &minor);
+        has_result_cache = major > 12 || (major == 12 && minor >= 9);
         preload_builtins();
     }
 
@@ -312,6 +320,7 @@ public:
         for (const auto& expression : request.name_expressions) api.add_name(program.get(), expression.c_str());
 
         std::vector<std::string> options = {"--gpu-architecture=" + request.arch, "-std=c++17"};
+        if (api.has_result_cache) options.push_back("--no-cache");
         options.insert(options.end(), request.options.begin(), request.options.end());
         std::vector<const char*> option_pointers;
         for (const auto& option : options) option_pointers.push_back(option.c_str());

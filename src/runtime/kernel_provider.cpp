@@ -28,7 +28,8 @@ KernelProvider::KernelProvider(const Options& options, const std::vector<std::un
       compile_options_(options.debug_counters ? std::vector<std::string>{"-DFAJIT_DEBUG_COUNTERS=1"}
                                               : std::vector<std::string>{}),
       backends_(backends),
-      disk_(disk_config(options)) {
+      disk_(disk_config(options)),
+      in_memory_bound_(options.max_loaded_kernels) {
     // The compiler identity in every key hashes the compiler libraries; remembering those
     // hashes in the cache spares a new process reading them again before its first hit.
     const cache::DiskCacheConfig& disk = disk_.config();
@@ -68,8 +69,8 @@ CompiledKernel KernelProvider::get(const KernelSpec& spec) {
     const std::string key_hex = key.hex();
     {
         std::lock_guard lock(mutex_);
-        if (auto it = in_memory_.find(key_hex); it != in_memory_.end()) {
-            CompiledKernel remembered = it->second;
+        if (const CompiledKernel* found = in_memory_.find(key_hex)) {
+            CompiledKernel remembered = *found;
             remembered.compiled_now = false;
             return remembered;
         }
@@ -114,7 +115,8 @@ CompiledKernel KernelProvider::get(const KernelSpec& spec) {
     kernel.compiled_now = compiled_now;
     kernel.store_error = disk_.store_error(spec.arch, key);
     std::lock_guard lock(mutex_);
-    in_memory_.emplace(key_hex, kernel);
+    in_memory_.insert(key_hex, kernel);
+    while (in_memory_.size() > in_memory_bound_) in_memory_.take_oldest();
     return kernel;
 }
 

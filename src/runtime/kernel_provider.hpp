@@ -1,7 +1,7 @@
 #pragma once
 // Finds the code object for a spec: in memory, else on disk, else by compiling it
-// (once per key, whatever the number of threads or processes asking).
-#include <map>
+// (once per key, whatever the number of threads or processes asking). Memory keeps the
+// most recently used options.max_loaded_kernels of them.
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -11,6 +11,7 @@
 #include "codegen/template_store.hpp"
 #include "fajit/options.hpp"
 #include "fajit/runtime.hpp"
+#include "runtime/lru_map.hpp"
 
 namespace fajit {
 
@@ -32,8 +33,9 @@ private:
     std::vector<std::string> compile_options_;
     const std::vector<std::unique_ptr<Backend>>& backends_;
     cache::DiskCache disk_;
+    std::size_t in_memory_bound_;
     std::mutex mutex_;
-    std::map<std::string, CompiledKernel> in_memory_;  // by cache key
+    LruMap<std::string, CompiledKernel> in_memory_;  // by cache key
 };
 
 }  // namespace fajit

@@ -10,9 +10,10 @@
 namespace fajit {
 namespace {
 
-constexpr std::string_view setting_names[] = {
-    "FAJIT_CACHE_DIR",      "FAJIT_CACHE_MAX_SIZE", "FAJIT_CACHE_DISABLE",  "FAJIT_TEMPLATE_DIR", "FAJIT_LOG_LEVEL",
-    "FAJIT_DEBUG_COUNTERS", "FAJIT_FAMILY",         "FAJIT_FORCE_FALLBACK", "FAJIT_TILE",         "FAJIT_STRICT"};
+constexpr std::string_view setting_names[] = {"FAJIT_CACHE_DIR",    "FAJIT_CACHE_MAX_SIZE",    "FAJIT_CACHE_DISABLE",
+                                              "FAJIT_TEMPLATE_DIR", "FAJIT_LOG_LEVEL",         "FAJIT_DEBUG_COUNTERS",
+                                              "FAJIT_FAMILY",       "FAJIT_FORCE_FALLBACK",    "FAJIT_TILE",
+                                              "FAJIT_STRICT",       "FAJIT_MAX_LOADED_KERNELS"};
 
 using Overrides = std::map<std::string, std::string, std::less<>>;
 
@@ -116,6 +117,13 @@ Options Options::from_environment(const Overrides& overrides) {
     if (auto counters = environment("FAJIT_DEBUG_COUNTERS"))
         options.debug_counters = parse_flag("FAJIT_DEBUG_COUNTERS", *counters);
     if (auto dir = environment("FAJIT_TEMPLATE_DIR")) options.template_dir = *dir;
+    if (auto count = environment("FAJIT_MAX_LOADED_KERNELS")) {
+        std::size_t number = 0;
+        const auto [end, ec] = std::from_chars(count->data(), count->data() + count->size(), number);
+        if (ec != std::errc{} || end != count->data() + count->size() || number == 0)
+            throw InvalidOption("FAJIT_MAX_LOADED_KERNELS=" + *count + ": expected a count of kernels, at least 1");
+        options.max_loaded_kernels = number;
+    }
     if (auto level = environment("FAJIT_LOG_LEVEL")) {
         static constexpr const char* levels[] = {"trace", "debug", "info", "warn", "error", "off"};
         bool known = false;

@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -15,6 +14,7 @@
 #include "families/registry.hpp"
 #include "runtime/kernel_arguments.hpp"
 #include "runtime/kernel_provider.hpp"
+#include "runtime/lru_map.hpp"
 #include "spec/shape_class.hpp"
 
 namespace fajit {
@@ -51,16 +51,18 @@ struct Runtime::State {
     Options options;
     std::vector<std::unique_ptr<Backend>> backends;
     KernelProvider provider{options, backends};
-    FunctionCache functions;  // the hot path; filled by resolve()
+    FunctionCache functions;  // the hot path; filled by resolve(), emptied of a kernel by unload_one()
 
-    // Everything below is the cold path, under this lock.
+    // Everything below is the cold path, under this lock. Kernels are unloaded only under it,
+    // so a kernel found under it stays loaded until it is released.
     std::mutex mutex;
     struct Running {
         const Backend* backend;
         std::vector<DeviceInfo> devices;
     };
-    std::optional<Running> running;                                               // found on first use
-    std::map<std::pair<int, std::string>, std::unique_ptr<LoadedKernel>> loaded;  // by (device, cache key)
+    std::optional<Running> running;  // found on first use
+    // At most options.max_loaded_kernels, by (device, cache key).
+    LruMap<std::pair<int, std::string>, std::unique_ptr<LoadedKernel>> loaded;
     FailedVariants failed{provider.disk_cache()};
     std::set<std::string> said;  // fallback messages already logged
 
@@ -96,12 +98,31 @@ struct Runtime::State {
         if (said.insert(message).second) spdlog::log(level, "{}", message);
     }
 
+    // Unloads the least recently used kernel. One the hot path ran since the last look gets
+    // a second chance, as long as chances are left; the function cache drops its entries
+    // and waits for calls still launching it before it is unloaded.
+    void unload_one(std::size_t& second_chances) {
+        for (;;) {
+            auto& [key, kernel] = loaded.oldest();
+            if (second_chances == 0 || !functions.take_recent_use(kernel.get())) break;
+            --second_chances;
+            loaded.find(key);  // now the most recently used
+        }
+        auto [key, kernel] = loaded.take_oldest();
+        functions.remove(kernel.get());
+        spdlog::debug("unloading kernel {} from device {}: over FAJIT_MAX_LOADED_KERNELS={}", key.second, key.first,
+                      options.max_loaded_kernels);
+    }
+
     // Compiles (or finds) spec and loads it on the device. Throws CompileError, or Error
     // with load_failed when the loader rejects even a fresh compile.
     LoadedKernel& load(int ordinal, const KernelSpec& spec) {
         const Backend& backend = *running_backend().backend;
         CompiledKernel kernel = provider.get(spec);
-        if (auto found = loaded.find({ordinal, kernel.key}); found != loaded.end()) return *found->second;
+        if (auto* found = loaded.find({ordinal, kernel.key})) return **found;
+        // Room first, so the kernel about to be loaded is never the one unloaded.
+        for (std::size_t second_chances = loaded.size(); loaded.size() >= options.max_loaded_kernels;)
+            unload_one(second_chances);
         std::unique_ptr<LoadedKernel> module;
         try {
             module = backend.load(ordinal, kernel.code, kernel.lowered_name);
@@ -117,7 +138,7 @@ struct Runtime::State {
                 throw Error(ErrorKind::load_failed, "loading " + to_string(spec) + " failed: " + again.what());
             }
         }
-        return *(loaded[{ordinal, kernel.key}] = std::move(module));
+        return *loaded.insert({ordinal, kernel.key}, std::move(module));
     }
 
     // Loads a specialized variant, or records why it cannot run and returns null so the
@@ -149,9 +170,9 @@ struct Runtime::State {
     }
 
     // The first call of a dispatch key: select, prepare, fall back where needed, publish.
-    const ResolvedVariant* resolve(std::uint64_t key, const ShapeClass& shape, int ordinal) {
-        std::lock_guard lock(mutex);
-        if (const ResolvedVariant* found = functions.find(key)) return found;
+    // Under the lock, which keeps the variant's kernel loaded while the caller uses it.
+    const ResolvedVariant& resolve(std::uint64_t key, const ShapeClass& shape, int ordinal) {
+        if (const ResolvedVariant* found = functions.find(key)) return *found;
         const DeviceInfo& info = device(ordinal);
         const std::string& arch = info.arch;
         const Selection selection = select_variant(arch, shape, options);
@@ -169,7 +190,7 @@ struct Runtime::State {
             spec = fallback_spec(shape, arch);
             kernel = &load(ordinal, spec);
         }
-        return functions.insert(key, {std::move(spec), kernel, info.compute_units});
+        return *functions.insert(key, std::move(spec), kernel, info.compute_units);
     }
 };
 
@@ -177,6 +198,8 @@ Runtime::Runtime(Options options) : Runtime(std::move(options), make_backends())
 
 Runtime::Runtime(Options options, std::vector<std::unique_ptr<Backend>> backends)
     : state_(std::make_unique<State>(std::move(options), std::move(backends))) {
+    if (state_->options.max_loaded_kernels == 0)
+        throw InvalidOption("max_loaded_kernels=0: at least one kernel must stay loaded to run");
     if (auto level = spdlog::level::from_str(state_->options.log_level);
         level != spdlog::level::off || state_->options.log_level == "off")
         spdlog::set_level(level);
@@ -213,16 +236,27 @@ std::vector<std::string> Runtime::unavailable_backends() const {
 KernelSpec Runtime::select(const AttentionArgs& args) {
     if (auto error = check_arguments(args); !error.empty()) throw std::invalid_argument(error);
     const ShapeClass shape = classify(args);
-    return state_->resolve(dispatch_key(args.device, shape), shape, args.device)->spec;
+    std::lock_guard lock(state_->mutex);
+    return state_->resolve(dispatch_key(args.device, shape), shape, args.device).spec;
 }
 
 void Runtime::attention(const AttentionArgs& args, void* stream) {
     if (auto error = check_arguments(args); !error.empty()) throw std::invalid_argument(error);
     const ShapeClass shape = classify(args);
     const std::uint64_t key = dispatch_key(args.device, shape);
-    const ResolvedVariant* variant = state_->functions.find(key);
-    if (!variant) variant = state_->resolve(key, shape, args.device);
-    launch(variant->spec, *variant->kernel, variant->compute_units, args, stream);
+    {
+        const FunctionCache::Reader reader(state_->functions);
+        if (const ResolvedVariant* variant = state_->functions.find(key)) {
+            variant->mark_used();
+            launch(variant->spec, *variant->kernel, variant->compute_units, args, stream);
+            return;
+        }
+    }
+    // The first call of the key, or its kernel was unloaded: the cold path, which launches
+    // under the lock that keeps the kernel loaded.
+    std::lock_guard lock(state_->mutex);
+    const ResolvedVariant& variant = state_->resolve(key, shape, args.device);
+    launch(variant.spec, *variant.kernel, variant.compute_units, args, stream);
 }
 
 void Runtime::run(const KernelSpec& spec, const AttentionArgs& args, void* stream) {
@@ -230,14 +264,10 @@ void Runtime::run(const KernelSpec& spec, const AttentionArgs& args, void* strea
     if (spec.head_dim != args.head_dim || spec.dtype != args.dtype || spec.causal != args.causal)
         throw std::invalid_argument("spec " + to_string(spec) +
                                     " does not match the arguments' head_dim, dtype or causal");
-    LoadedKernel* kernel = nullptr;
-    int compute_units = 0;
-    {
-        std::lock_guard lock(state_->mutex);
-        compute_units = state_->device(args.device).compute_units;
-        kernel = &state_->load(args.device, spec);
-    }
-    launch(spec, *kernel, compute_units, args, stream);
+    // Under the lock, which keeps the kernel loaded until it is launched.
+    std::lock_guard lock(state_->mutex);
+    const int compute_units = state_->device(args.device).compute_units;
+    launch(spec, state_->load(args.device, spec), compute_units, args, stream);
 }
 
 }  // namespace fajit

@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
+#include <regex>
 #include <set>
 
 #include "cache/disk_cache.hpp"
 #include "cli_process.hpp"
+#include "support/compile_support.hpp"
 
 namespace {
 
@@ -19,13 +22,6 @@ using nlohmann::json;
 
 constexpr int exit_usage = 1;
 constexpr int exit_failed = 2;
-
-// The preset warmed for two archs: llama-3 is head dim 128, so gfx1151 gets scalar and
-// wmma-gfx11 and gfx942 scalar only, each in f16/bf16 x no mask/bottom-right.
-const std::vector<std::string> warm_preset_args = {"warm",   "--preset", "llama-3", "--arch", "gfx1151",
-                                                   "--arch", "gfx942",   "--jobs",  "2",      "--json"};
-constexpr std::size_t preset_variants = 12;
-constexpr std::size_t preset_gfx1151_variants = 8;
 
 // Every directory a test makes lives under one root, removed when the tests end.
 struct ScratchRoot {
@@ -62,30 +58,62 @@ json json_of(const CliRun& run) {
     return parsed;
 }
 
-// The compile tests need HIPRTC, which the CI environment provides; elsewhere they say so and pass.
-bool hip_compiler_available() {
-    static const bool available = [] {
-        const json devices = json_of(fa_jit({"devices", "--json"}));
-        for (const auto& reason : devices["unavailable"])
-            if (reason.get<std::string>().starts_with("hip compiler")) return false;
-        return true;
+// The two targets the compiling tests warm, from the compilers this build has: AMD ones
+// where HIPRTC is present (the fastest to compile), else NVIDIA ones where NVRTC is.
+struct WarmTargets {
+    std::string first, second;
+    std::string first_only_family;  // a family the first target runs and the second lacks
+};
+
+// Empty, after printing why each pair is skipped, when this build compiles for neither.
+const std::optional<WarmTargets>& warm_targets() {
+    static const std::optional<WarmTargets> chosen = []() -> std::optional<WarmTargets> {
+        for (const WarmTargets& pair :
+             {WarmTargets{"gfx1151", "gfx942", "wmma-gfx11"}, WarmTargets{"sm_80", "sm_75", "mma-sm80"}})
+            if (fajit::testing::compiler_for(pair.first) && fajit::testing::compiler_for(pair.second)) return pair;
+        return std::nullopt;
     }();
-    if (!available) MESSAGE("HIPRTC is not available here: skipping the compiling part");
-    return available;
+    if (!chosen) MESSAGE("no compiler for either pair of targets here: skipping the compiling part");
+    return chosen;
+}
+
+// The llama-3 preset (head dim 128) on both targets, in f16/bf16 x no mask/bottom-right.
+std::vector<std::string> warm_preset_args(const WarmTargets& targets) {
+    return {"warm", "--preset", "llama-3", "--arch", targets.first, "--arch", targets.second, "--jobs", "2", "--json"};
 }
 
 struct WarmedCache {
     fs::path root;
     CliRun first, second;
+    // What the warm planned (its --dry-run), counted per arch and per family.
+    std::size_t variants = 0;
+    std::map<std::string, std::size_t> per_arch, per_family;
 };
 
+void count_planned(WarmedCache& cache, const json& plan) {
+    cache.variants = plan["total"].get<std::size_t>();
+    const std::regex fields(R"(^family=([^,]+),.*,arch=(.+)$)");
+    for (const auto& variant : plan["variants"]) {
+        const std::string text = variant.get<std::string>();
+        std::smatch match;
+        REQUIRE_MESSAGE(std::regex_match(text, match, fields), text);
+        ++cache.per_family[match[1]];
+        ++cache.per_arch[match[2]];
+    }
+}
+
 // Warmed once into a fresh directory, then warmed again; tests that change a cache use copies.
+// Only called once warm_targets() found a pair.
 const WarmedCache& warmed_cache() {
     static const WarmedCache warmed = [] {
+        const std::vector<std::string> args = warm_preset_args(*warm_targets());
         WarmedCache cache;
         cache.root = fresh_directory("warmed");
-        cache.first = fa_jit(with_cache(warm_preset_args, cache.root));
-        cache.second = fa_jit(with_cache(warm_preset_args, cache.root));
+        std::vector<std::string> dry_run = args;
+        dry_run.push_back("--dry-run");
+        count_planned(cache, json_of(fa_jit(with_cache(dry_run, fresh_directory("plan-only")))));
+        cache.first = fa_jit(with_cache(args, cache.root));
+        cache.second = fa_jit(with_cache(args, cache.root));
         return cache;
     }();
     return warmed;
@@ -167,7 +195,8 @@ TEST_CASE("warm expands presets, lists and ranges into valid variants") {
     SUBCASE("a preset on two archs skips the family gfx942 lacks") {
         const json plan = json_of(fa_jit(
             with_cache({"warm", "--preset", "gemma-2", "--arch", "gfx1151,gfx942", "--dry-run", "--json"}, cache)));
-        CHECK(plan["total"] == preset_variants);
+        // scalar on both, wmma-gfx11 on gfx1151, each in f16/bf16 x no mask/bottom-right
+        CHECK(plan["total"] == 12);
         for (const auto& spec : plan["variants"]) {
             const std::string text = spec;
             CHECK(text.find(",d=256,") != std::string::npos);
@@ -206,40 +235,49 @@ TEST_CASE("warm expands presets, lists and ranges into valid variants") {
     }
 }
 
-TEST_CASE("warm a preset for gfx1151 and gfx942, then again: everything already cached, and faster") {
-    if (!hip_compiler_available()) return;
+TEST_CASE("warm a preset for two targets, then again: everything already cached, and faster") {
+    if (!warm_targets()) return;
     const WarmedCache& warmed = warmed_cache();
     INFO("first warm: " << warmed.first.err);
     REQUIRE(warmed.first.exit_code == 0);
     const json first = json_of(warmed.first);
     const json second = json_of(warmed.second);
-    CHECK(first["compiled"] == preset_variants);
+    // Both targets have the scalar family and the first one at least one more.
+    CHECK(warmed.per_arch.size() == 2);
+    CHECK(warmed.per_family.size() >= 2);
+    CHECK(first["compiled"] == warmed.variants);
     CHECK(first["cached"] == 0);
     CHECK(first["failed"] == 0);
     CHECK(second["compiled"] == 0);
-    CHECK(second["cached"] == preset_variants);
+    CHECK(second["cached"] == warmed.variants);
     CHECK(second["failed"] == 0);
     CHECK(warmed.second.exit_code == 0);
-    MESSAGE("warm of " << preset_variants << " variants, 2 jobs: " << first["wall_seconds"].get<double>()
+    MESSAGE("warm of " << warmed.variants << " variants for " << warm_targets()->first << " and "
+                       << warm_targets()->second << ", 2 jobs: " << first["wall_seconds"].get<double>()
                        << " s compiling, " << second["wall_seconds"].get<double>() << " s from the cache");
     CHECK(second["wall_seconds"].get<double>() < first["wall_seconds"].get<double>());
     CHECK(warmed.second.seconds < warmed.first.seconds);
     // The first warm hashed the compiler libraries for the cache keys and remembered the hashes.
     CHECK(fs::is_regular_file(warmed.root / "v1" / "file-fingerprints"));
 
+    const std::string& second_arch = warm_targets()->second;
     const CliRun quiet =
-        fa_jit(with_cache({"warm", "--preset", "llama-3", "--arch", "gfx942", "-q"}, copy_of_warmed_cache()));
+        fa_jit(with_cache({"warm", "--preset", "llama-3", "--arch", second_arch, "-q"}, copy_of_warmed_cache()));
     CHECK(quiet.exit_code == 0);
     CHECK(quiet.err.empty());
-    CHECK(quiet.out.find("already cached  4") != std::string::npos);
+    INFO(quiet.out);
+    CHECK(std::regex_search(quiet.out,
+                            std::regex("already cached +" + std::to_string(warmed.per_arch.at(second_arch)) + "\\b")));
 }
 
 namespace {
 
 // One scalar variant per head dim given, for gfx1151: quick to compile.
+// Only called once warm_targets() found a pair.
 std::vector<std::string> warm_scalar_args(const std::vector<std::string>& head_dims) {
-    std::vector<std::string> args = {"warm", "--family", "scalar",  "--dtype", "f16", "--causal",
-                                     "none", "--arch",   "gfx1151", "--jobs",  "1",   "--json"};
+    std::vector<std::string> args = {
+        "warm",   "--family", "scalar", "--dtype", "f16", "--causal", "none", "--arch", warm_targets()->first,
+        "--jobs", "1",        "--json"};
     for (const std::string& head_dim : head_dims) {
         args.push_back("--head-dim");
         args.push_back(head_dim);
@@ -274,7 +312,7 @@ void check_one_not_stored(const CliRun& run, const std::string& reason) {
 }  // namespace
 
 TEST_CASE("warm into a cache path that is a regular file stores nothing, says so and exits 2") {
-    if (!hip_compiler_available()) return;
+    if (!warm_targets()) return;
     const fs::path file = fresh_directory("regular-file");
     fs::create_directories(file.parent_path());
     std::ofstream(file) << "not a directory";
@@ -298,7 +336,7 @@ TEST_CASE("warm into a cache path that is a regular file stores nothing, says so
 }
 
 TEST_CASE("warm into a read-only cache keeps what it holds and reports the rest as not stored") {
-    if (!hip_compiler_available()) return;
+    if (!warm_targets()) return;
     const fs::path cache = fresh_directory("read-only");
     REQUIRE(fa_jit(with_cache(warm_scalar_args({"64"}), cache)).exit_code == 0);
     check_one_not_stored(
@@ -307,7 +345,7 @@ TEST_CASE("warm into a read-only cache keeps what it holds and reports the rest 
 }
 
 TEST_CASE("warm into a full cache reports what it could not store, and leaves no partial files") {
-    if (!hip_compiler_available()) return;
+    if (!warm_targets()) return;
     const fs::path cache = fresh_directory("full");
     REQUIRE(fa_jit(with_cache(warm_scalar_args({"64"}), cache)).exit_code == 0);
     check_one_not_stored(
@@ -319,7 +357,7 @@ TEST_CASE("warm into a full cache reports what it could not store, and leaves no
 }
 
 TEST_CASE("warm beyond the cache's size limit reports the evicted variants as missing") {
-    if (!hip_compiler_available()) return;
+    if (!warm_targets()) return;
     const fs::path measure = fresh_directory("measure");
     REQUIRE(fa_jit(with_cache(warm_scalar_args({"64", "72"}), measure)).exit_code == 0);
     std::uint64_t smallest = UINT64_MAX, largest = 0;
@@ -340,8 +378,9 @@ TEST_CASE("warm beyond the cache's size limit reports the evicted variants as mi
 }
 
 TEST_CASE("ls and stats agree with what was warmed") {
-    if (!hip_compiler_available()) return;
-    const fs::path cache = warmed_cache().root;
+    if (!warm_targets()) return;
+    const WarmedCache& warmed = warmed_cache();
+    const fs::path cache = warmed.root;
     const json entries = json_of(fa_jit(with_cache({"ls", "--json"}, cache)));
     const json stats = json_of(fa_jit(with_cache({"stats", "--json"}, cache)));
 
@@ -354,27 +393,30 @@ TEST_CASE("ls and stats agree with what was warmed") {
         listed_bytes += entry["size"].get<std::uint64_t>();
         CHECK(entry["spec"].get<std::string>().ends_with("arch=" + entry["arch"].get<std::string>()));
     }
-    CHECK(listed_specs.size() == preset_variants);
+    CHECK(listed_specs.size() == warmed.variants);
     CHECK(listed_specs == warmed_specs);
     CHECK(stats["entries"] == entries.size());
     CHECK(stats["bytes"] == listed_bytes);
-    CHECK(stats["per_arch"]["gfx1151"]["entries"] == preset_gfx1151_variants);
-    CHECK(stats["per_arch"]["gfx942"]["entries"] == preset_variants - preset_gfx1151_variants);
-    CHECK(stats["counters"]["compiles"] == preset_variants);
-    CHECK(stats["counters"]["hits"] == preset_variants);  // the second warm
+    for (const auto& [arch, count] : warmed.per_arch) CHECK(stats["per_arch"][arch]["entries"] == count);
+    CHECK(stats["counters"]["compiles"] == warmed.variants);
+    CHECK(stats["counters"]["hits"] == warmed.variants);  // the second warm
 
-    const json wmma_only = json_of(fa_jit(with_cache({"ls", "--json", "--family", "wmma-gfx11"}, cache)));
-    CHECK(wmma_only.size() == preset_gfx1151_variants / 2);
-    const json gfx942_only = json_of(fa_jit(with_cache({"ls", "--json", "--arch", "gfx942"}, cache)));
-    CHECK(gfx942_only.size() == preset_variants - preset_gfx1151_variants);
+    const std::string& family = warm_targets()->first_only_family;
+    const json family_only = json_of(fa_jit(with_cache({"ls", "--json", "--family", family}, cache)));
+    CHECK(family_only.size() == warmed.per_family.at(family));
+    const std::string& second_arch = warm_targets()->second;
+    const json second_only = json_of(fa_jit(with_cache({"ls", "--json", "--arch", second_arch}, cache)));
+    CHECK(second_only.size() == warmed.per_arch.at(second_arch));
 }
 
 TEST_CASE("verify finds a corrupted entry, exits 2, and --fix removes it") {
-    if (!hip_compiler_available()) return;
+    if (!warm_targets()) return;
+    const WarmedCache& warmed = warmed_cache();
     const fs::path cache = copy_of_warmed_cache();
-    const auto gfx1151_entries = entry_files(cache / "v1" / "gfx1151");
-    REQUIRE(gfx1151_entries.size() == preset_gfx1151_variants);
-    const fs::path victim = gfx1151_entries.front();
+    const std::string& first_arch = warm_targets()->first;
+    const auto first_arch_entries = entry_files(cache / "v1" / first_arch);
+    REQUIRE(first_arch_entries.size() == warmed.per_arch.at(first_arch));
+    const fs::path victim = first_arch_entries.front();
     {
         std::fstream file(victim, std::ios::in | std::ios::out | std::ios::binary);
         file.seekg(-1, std::ios::end);
@@ -386,7 +428,7 @@ TEST_CASE("verify finds a corrupted entry, exits 2, and --fix removes it") {
     const CliRun found = fa_jit(with_cache({"verify", "--json"}, cache));
     CHECK(found.exit_code == exit_failed);
     const json report = json_of(found);
-    CHECK(report["checked"] == preset_variants);
+    CHECK(report["checked"] == warmed.variants);
     REQUIRE(report["bad"].size() == 1);
     CHECK(report["bad"][0]["path"] == victim.string());
     CHECK(fs::exists(victim));
@@ -396,12 +438,12 @@ TEST_CASE("verify finds a corrupted entry, exits 2, and --fix removes it") {
     CHECK_FALSE(fs::exists(victim));
     CHECK(fa_jit(with_cache({"verify"}, cache)).exit_code == 0);
     const json stats = json_of(fa_jit(with_cache({"stats", "--json"}, cache)));
-    CHECK(stats["entries"] == preset_variants - 1);
+    CHECK(stats["entries"] == warmed.variants - 1);
     CHECK(stats["counters"]["corrupt_entries"] == 1);
 }
 
 TEST_CASE("prune to a size limit leaves at most that much; clear leaves nothing") {
-    if (!hip_compiler_available()) return;
+    if (!warm_targets()) return;
     const fs::path cache = copy_of_warmed_cache();
     const std::uint64_t before = json_of(fa_jit(with_cache({"stats", "--json"}, cache)))["bytes"];
     const std::uint64_t limit = before / 2;
@@ -410,7 +452,8 @@ TEST_CASE("prune to a size limit leaves at most that much; clear leaves nothing"
     const json after = json_of(fa_jit(with_cache({"stats", "--json"}, cache)));
     CHECK(after["bytes"].get<std::uint64_t>() <= limit);
     CHECK(after["entries"].get<std::uint64_t>() > 0);
-    CHECK(pruned["removed_entries"].get<std::uint64_t>() + after["entries"].get<std::uint64_t>() == preset_variants);
+    CHECK(pruned["removed_entries"].get<std::uint64_t>() + after["entries"].get<std::uint64_t>() ==
+          warmed_cache().variants);
 
     const CliRun cleared = fa_jit(with_cache({"clear", "--json"}, cache));
     CHECK(cleared.exit_code == 0);
@@ -473,9 +516,9 @@ TEST_CASE("ls, stats and verify show failure records, verify --fix drops a damag
 }
 
 TEST_CASE("the cache directory comes from FAJIT_CACHE_DIR when --cache-dir is absent") {
-    if (!hip_compiler_available()) return;
+    if (!warm_targets()) return;
     const json entries = json_of(fa_jit({"ls", "--json"}, {{"FAJIT_CACHE_DIR", warmed_cache().root.string()}}));
-    CHECK(entries.size() == preset_variants);
+    CHECK(entries.size() == warmed_cache().variants);
 }
 
 TEST_CASE("devices reports every backend's view as JSON") {

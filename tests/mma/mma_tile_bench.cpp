@@ -8,6 +8,9 @@
 //                                   then D=64 and D=256 candidates at Lk=16384 (f16)
 //   mma_tile_bench [FAMILY] [D...]  only that family, only the listed head dims (all
 //                                   three Lk, both dtypes)
+//   mma_tile_bench --help
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -126,6 +129,20 @@ KernelSpec candidate_spec(const std::string& family, const std::string& arch, in
 }  // namespace
 
 int main(int argc, char** argv) {
+    CLI::App app{
+        "mma_tile_bench: TFLOP/s of the tile candidates of mma-sm80 and wgmma-sm90 on the seed shape (B=1, "
+        "Hq=32, Hkv=8, Lq=2048, causal bottom-right), counting only the FLOPs the mask leaves"};
+    std::vector<std::string> words;
+    app.add_option("family-and-head-dims", words,
+                   "[FAMILY] [D...]: only that family (mma-sm80, wgmma-sm90), only those head dims, at Lk "
+                   "2048/8192/16384 in f16 and bf16 (default: D=128 both dtypes, then D=64 and D=256 in f16 at "
+                   "Lk=16384)");
+    app.footer("Exit status: 0 whatever the speed, 1 without a device or when a launch fails.");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& error) {
+        return app.exit(error) == 0 ? 0 : 1;
+    }
     if (auto reason = test_device_unavailable_reason(); !reason.empty()) {
         std::printf("no device: %s\n", reason.c_str());
         return 1;
@@ -143,17 +160,17 @@ int main(int argc, char** argv) {
         std::vector<int> len_k;
     };
     std::vector<std::string> families = tensor_core_families(device.arch);
-    int first_dim_argument = 1;
-    if (argc > 1)
-        if (find_family(argv[1])) {
-            families = {argv[1]};
-            first_dim_argument = 2;
+    std::size_t first_dim_word = 0;
+    if (!words.empty())
+        if (find_family(words.front())) {
+            families = {words.front()};
+            first_dim_word = 1;
         }
     std::vector<Run> runs;
-    if (argc > first_dim_argument) {
-        for (int i = first_dim_argument; i < argc; ++i)
+    if (words.size() > first_dim_word) {
+        for (std::size_t i = first_dim_word; i < words.size(); ++i)
             for (DType dtype : {DType::f16, DType::bf16})
-                runs.push_back({std::stoi(argv[i]), dtype, {2048, 8192, 16384}});
+                runs.push_back({std::stoi(words[i]), dtype, {2048, 8192, 16384}});
     } else {
         for (DType dtype : {DType::f16, DType::bf16}) runs.push_back({128, dtype, {2048, 8192, 16384}});
         runs.push_back({64, DType::f16, {16384}});

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -19,8 +20,20 @@ using namespace fajit;
 
 namespace {
 
+// Every directory a test makes lives under one root of this process, removed when the
+// tests end, so no other suite or concurrent run shares a cache with these tests.
+struct ScratchRoot {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("fa-jit-provider-test-" + std::to_string(::getpid()));
+    ~ScratchRoot() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+    }
+};
+
 std::filesystem::path fresh_directory(const std::string& name) {
-    const auto path = std::filesystem::temp_directory_path() / ("fa-jit-provider-test-" + name);
+    static const ScratchRoot root;
+    const auto path = root.path / name;
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);
     return path;

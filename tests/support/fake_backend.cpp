@@ -18,6 +18,7 @@ bool contains_any(const std::string& text, const std::vector<std::string>& needl
 class FakeKernel : public LoadedKernel {
 public:
     explicit FakeKernel(std::shared_ptr<FakeBackendCounters> counters) : counters_(std::move(counters)) {}
+    ~FakeKernel() override { counters_->unloads.fetch_add(1); }
     std::string launch(const LaunchShape&, const void*, std::size_t, void*) override {
         counters_->launches.fetch_add(1, std::memory_order_relaxed);
         return {};

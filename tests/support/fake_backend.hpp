@@ -15,6 +15,7 @@ struct FakeBackendCounters {
     std::atomic<int> compiles{0};
     std::atomic<int> loads{0};
     std::atomic<long long> launches{0};
+    std::atomic<int> unloads{0};  // kernels destroyed
 };
 
 struct FakeBackendConfig {

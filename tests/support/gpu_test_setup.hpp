@@ -9,7 +9,7 @@
 
 namespace fajit::testing {
 
-// Options for GPU suites: the environment's, with a cache directory of their own.
+// Options for GPU suites: the environment's, with a scratch cache directory of the process.
 Options gpu_test_options(bool debug_counters);
 // One runtime per test process, without test counters.
 Runtime& gpu_test_runtime();

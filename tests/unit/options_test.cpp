@@ -56,6 +56,14 @@ TEST_CASE("cache directory: FAJIT_CACHE_DIR, else XDG_CACHE_HOME, else HOME, els
     }
 }
 
+TEST_CASE("the bound on loaded kernels: a count of at least one") {
+    CHECK(Options::from_environment({{"FAJIT_MAX_LOADED_KERNELS", "3"}}).max_loaded_kernels == 3);
+    for (const char* bad : {"0", "-1", "many", "4k"})
+        CHECK_THROWS_WITH_AS(Options::from_environment({{"FAJIT_MAX_LOADED_KERNELS", bad}}),
+                             doctest::Contains(("FAJIT_MAX_LOADED_KERNELS=" + std::string(bad)).c_str()),
+                             InvalidOption);
+}
+
 TEST_CASE("sizes, flags and levels parse, and bad values name their variable") {
     CHECK(parse_byte_size("4096") == 4096u);
     CHECK(parse_byte_size("2G") == (2ull << 30));

@@ -3,15 +3,16 @@
 //
 //   fajit-bench-dispatch [calls] [threads]          host path on the fake backend (no GPU)
 //   fajit-bench-dispatch --device [calls]           a real device (HIP or CUDA), a tiny problem
+//   fajit-bench-dispatch --help
 //
 // The hot path is: argument checks, shape class, lock-free function-cache lookup,
 // kernel arguments and launch geometry. With several threads each runs its own calls, so
 // contention on the cache would show as a rising time per call.
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
@@ -134,9 +135,28 @@ int run_device(long calls) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    CLI::App app{
+        "fajit-bench-dispatch: nanoseconds per Runtime::attention() call on its hot path, beside a raw launch of "
+        "the same kernel; prints one JSON line"};
+    bool device = false;
+    long calls = 0;
+    int threads = 1;
+    app.add_flag("--device", device, "time on the first device of a real backend (HIP or CUDA), launches included");
+    app.add_option("calls", calls, "calls per timed round (default 1000000 on the fake backend, 20000 on a device)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("threads", threads, "threads calling at once, on the fake backend")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    app.footer("Exit status: 0 success, 1 bad usage, 2 no device or a failed call.");
     try {
-        if (argc > 1 && std::strcmp(argv[1], "--device") == 0) return run_device(argc > 2 ? std::atol(argv[2]) : 20000);
-        return run_fake(argc > 1 ? std::atol(argv[1]) : 1000000, argc > 2 ? std::atoi(argv[2]) : 1);
+        app.parse(argc, argv);
+        if (device && app.count("threads")) throw CLI::ValidationError("threads", "--device times one thread");
+    } catch (const CLI::ParseError& error) {
+        return app.exit(error) == 0 ? 0 : 1;
+    }
+    try {
+        if (device) return run_device(calls ? calls : 20000);
+        return run_fake(calls ? calls : 1000000, threads);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "fajit-bench-dispatch: %s\n", error.what());
         return 2;

@@ -7,7 +7,7 @@
 #
 # Needs cmake, ninja (or make), a C++20 compiler and the CUDA toolkit. Headers the
 # machine lacks (xxHash, CLI11, nlohmann json) may sit in an ignored .deps folder with
-# their CMake configs; it is used when present. Full logs go to $FAJIT_GPU_LOGS (default:
+# their CMake configs (tools/carry-headers.sh fills it); it is used when present. Full logs go to $FAJIT_GPU_LOGS (default:
 # the build dir).
 set -uo pipefail
 checkout="$(cd "$(dirname "$0")/../.." && pwd)"
