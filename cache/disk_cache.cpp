@@ -177,7 +177,7 @@ Entry DiskCache::produce_through_disk(std::string_view arch, const Key& key, con
     std::error_code ignored;
     fs::create_directories(lock_path.parent_path(), ignored);
     LockFile lock(lock_path, config_.lock_timeout);
-    const auto outcome = lock.acquire(config_.lock_timeout);
+    const auto outcome = lock.acquire(config_.lock_wait_limit);
     if (outcome == LockFile::Outcome::acquired_after_waiting || outcome == LockFile::Outcome::timed_out) {
         count([&](CacheStats& stats) {
             ++stats.lock_waits;
@@ -186,7 +186,7 @@ Entry DiskCache::produce_through_disk(std::string_view arch, const Key& key, con
     }
     if (outcome == LockFile::Outcome::timed_out) {
         logger_->warn("fa-jit cache: gave up waiting for {} after {} s; compiling here too", lock_path.string(),
-                      config_.lock_timeout.count());
+                      std::chrono::duration<double>(config_.lock_wait_limit).count());
     }
     // Whoever held the lock (or finished just before we took it) has probably published.
     if (outcome != LockFile::Outcome::unavailable && read_entry(arch, key, stored) == Lookup::found) {

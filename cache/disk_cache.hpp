@@ -34,8 +34,13 @@ struct DiskCacheConfig {
     std::filesystem::path root;
     std::uint64_t max_bytes = 2ull << 30;  // total size of entries, enforced on publish
     bool enabled = true;                   // false: nothing touches disk, get_or_create just produces
-    // How long a waiter waits for another producer's lock, and how old a lock must be to be broken.
-    std::chrono::seconds lock_timeout{60};
+    // A producer's lock is refreshed every few seconds while it works, however long; one not
+    // refreshed for lock_timeout (its owner hangs as a whole, or vanished on another host) is
+    // broken by a waiter, as is at once the lock of a dead process on this host.
+    std::chrono::milliseconds lock_timeout{std::chrono::seconds(60)};
+    // How long a waiter waits for a live producer before producing for itself (a compiler
+    // that hangs in a process that still refreshes its lock).
+    std::chrono::milliseconds lock_wait_limit{std::chrono::minutes(10)};
     std::shared_ptr<spdlog::logger> logger{};  // null: spdlog's default logger
 };
 
@@ -90,7 +95,7 @@ public:
     bool publish(std::string_view arch, const Key& key, const Entry& entry);
     // The stored entry, or produce()'s result, stored for next time. Concurrent requests for one
     // key, from threads or processes, run produce once; a process that waits longer than
-    // lock_timeout produces for itself. Exceptions from produce propagate (to all waiting threads).
+    // lock_wait_limit produces for itself. Exceptions from produce propagate (to all waiting threads).
     Entry get_or_create(std::string_view arch, const Key& key, const std::function<Entry()>& produce);
     // Removes an entry that turned out unusable, e.g. a code object the GPU loader refused.
     void evict(std::string_view arch, const Key& key);

@@ -71,6 +71,12 @@ DiskCacheConfig config_at(const fs::path& root, const CapturedLog& log) {
     return config;
 }
 
+std::string this_host() {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    return name;
+}
+
 pid_t start_child(const std::function<int()>& body) {
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("fork failed");
