@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -10,11 +11,14 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <vector>
 
+#include <sys/types.h>
 #include <nlohmann/json.hpp>
 
 #include "cache/entry.hpp"
@@ -124,8 +128,8 @@ public:
     CacheStats session_stats() const;
     // Totals over all processes: the persisted stats plus this instance's not yet flushed counts.
     CacheStats stats() const;
-    // Counts are flushed to the stats file at most about once a second as events happen, and
-    // on destruction; this flushes now.
+    // Counts are flushed to the stats file by a background thread about a second after they
+    // are counted, on destruction, and at normal process exit; this flushes now.
     void flush_stats();
     void zero_stats();
 
@@ -157,8 +161,14 @@ private:
     std::vector<BadEntry> verify_files(std::vector<StoredEntry> stored_files, bool remove_bad,
                                        const std::function<std::string(std::span<const std::byte>)>& check);
 
-    // Counts an event in both the session and the unflushed delta; may flush.
+    // Counts an event in both the session and the unflushed delta, for the flusher thread.
     void count(const std::function<void(CacheStats&)>& event);
+    void flush_periodically(std::stop_token stop);  // the flusher thread
+    // Stops the flusher thread and flushes what is left: on destruction, and at exit.
+    void stop_flushing();
+    // Registers with the process's exit handler, which flushes caches that are never destroyed.
+    static void flush_at_exit(DiskCache* cache);
+    static void forget_at_exit(DiskCache* cache);
     void warn_storage_problem_once(const std::string& message);
 
     DiskCacheConfig config_;
@@ -169,7 +179,7 @@ private:
     mutable std::mutex stats_mutex_;
     CacheStats session_;
     CacheStats unflushed_;
-    std::chrono::steady_clock::time_point last_flush_;
+    std::condition_variable_any counted_;  // with stats_mutex_: wakes the flusher thread
     std::mutex flush_mutex_;
 
     std::atomic<bool> storage_problem_reported_{false};
@@ -177,6 +187,11 @@ private:
     // variants a process uses.
     mutable std::mutex store_errors_mutex_;
     std::map<std::string, std::error_code> store_errors_;
+
+    const pid_t creator_pid_;  // the process whose thread flusher_ is
+    // Last, so it is the first member to go; stop_flushing() has joined it by then anyway.
+    std::once_flag flusher_started_;
+    std::jthread flusher_;
 };
 
 }  // namespace fajit::cache
