@@ -136,8 +136,8 @@ public:
     // Maintenance, for the command-line tool. On a disabled cache these see and change nothing.
     std::vector<EntryInfo> list() const;
     std::vector<EntryInfo> list_failures() const;  // metadata holds the details
-    // Decodes every entry (failure record); returns the bad ones, removed (and counted as
-    // corrupt) if asked.
+    // Decode every entry, or every failure record; return the bad ones, removed (and counted
+    // as corrupt) if asked.
     std::vector<BadEntry> verify(bool remove_bad);
     std::vector<BadEntry> verify_failures(bool remove_bad);
     // Also removes leftovers of killed writers (see remove_leftovers). Failure records stay.

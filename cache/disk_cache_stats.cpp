@@ -110,7 +110,7 @@ void DiskCache::count(const std::function<void(CacheStats&)>& event) {
 void DiskCache::flush_periodically(std::stop_token stop) {
     std::unique_lock lock(stats_mutex_);
     for (;;) {
-        // Both waits return true once stopped; stop_flushing() writes what is left.
+        // Either wait ends early once stopped; stop_flushing() writes what is left.
         if (!counted_.wait(lock, stop, [&] { return !(unflushed_ == CacheStats{}); }) || stop.stop_requested()) return;
         if (counted_.wait_for(lock, stop, flush_interval, [&] { return stop.stop_requested(); })) return;
         lock.unlock();
