@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -15,7 +16,6 @@
 #include "cache/file_reading.hpp"
 #include "cache/lock_file.hpp"
 #include "cache/lru.hpp"
-#include "cache/stats_file.hpp"
 
 namespace fajit::cache {
 
@@ -23,7 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::chrono::seconds flush_interval{1};
 constexpr std::chrono::hours leftover_age{1};
 
 // What went wrong in a failed publish, as an error code callers can classify.
@@ -44,9 +43,14 @@ DiskCache::DiskCache(DiskCacheConfig config)
     : config_(std::move(config)),
       layout_(config_.root),
       logger_(config_.logger ? config_.logger : spdlog::default_logger()),
-      last_flush_(std::chrono::steady_clock::now()) {}
+      creator_pid_(::getpid()) {
+    flush_at_exit(this);
+}
 
-DiskCache::~DiskCache() { flush_stats(); }
+DiskCache::~DiskCache() {
+    forget_at_exit(this);
+    stop_flushing();
+}
 
 fs::path DiskCache::entry_path(std::string_view arch, const Key& key) const { return layout_.entry_path(arch, key); }
 
@@ -177,7 +181,7 @@ Entry DiskCache::produce_through_disk(std::string_view arch, const Key& key, con
     std::error_code ignored;
     fs::create_directories(lock_path.parent_path(), ignored);
     LockFile lock(lock_path, config_.lock_timeout);
-    const auto outcome = lock.acquire(config_.lock_timeout);
+    const auto outcome = lock.acquire(config_.lock_wait_limit);
     if (outcome == LockFile::Outcome::acquired_after_waiting || outcome == LockFile::Outcome::timed_out) {
         count([&](CacheStats& stats) {
             ++stats.lock_waits;
@@ -186,7 +190,7 @@ Entry DiskCache::produce_through_disk(std::string_view arch, const Key& key, con
     }
     if (outcome == LockFile::Outcome::timed_out) {
         logger_->warn("fa-jit cache: gave up waiting for {} after {} s; compiling here too", lock_path.string(),
-                      config_.lock_timeout.count());
+                      std::chrono::duration<double>(config_.lock_wait_limit).count());
     }
     // Whoever held the lock (or finished just before we took it) has probably published.
     if (outcome != LockFile::Outcome::unavailable && read_entry(arch, key, stored) == Lookup::found) {
@@ -219,60 +223,6 @@ void DiskCache::evict(std::string_view arch, const Key& key) {
         logger_->info("fa-jit cache: evicted rejected entry {}", path.string());
         count([](CacheStats& stats) { ++stats.rejected_entries; });
     }
-}
-
-CacheStats DiskCache::session_stats() const {
-    std::lock_guard lock(stats_mutex_);
-    return session_;
-}
-
-CacheStats DiskCache::stats() const {
-    CacheStats total = config_.enabled ? read_stats_file(layout_.stats_path()) : CacheStats{};
-    std::lock_guard lock(stats_mutex_);
-    total += unflushed_;
-    return total;
-}
-
-void DiskCache::flush_stats() {
-    if (!config_.enabled) return;
-    // One flusher at a time; a concurrent caller's counts go out with the next flush.
-    std::unique_lock flushing(flush_mutex_, std::try_to_lock);
-    if (!flushing) return;
-    CacheStats delta;
-    {
-        std::lock_guard lock(stats_mutex_);
-        if (unflushed_ == CacheStats{}) return;
-        delta = std::exchange(unflushed_, CacheStats{});
-        last_flush_ = std::chrono::steady_clock::now();
-    }
-    const bool written = update_stats_file(layout_.stats_path(), [&](CacheStats total) {
-        total += delta;
-        return total;
-    });
-    if (!written) {
-        std::lock_guard lock(stats_mutex_);
-        unflushed_ += delta;
-    }
-}
-
-void DiskCache::zero_stats() {
-    {
-        std::lock_guard lock(stats_mutex_);
-        session_ = {};
-        unflushed_ = {};
-    }
-    if (config_.enabled) update_stats_file(layout_.stats_path(), [](CacheStats) { return CacheStats{}; });
-}
-
-void DiskCache::count(const std::function<void(CacheStats&)>& event) {
-    bool flush_due = false;
-    {
-        std::lock_guard lock(stats_mutex_);
-        event(session_);
-        event(unflushed_);
-        flush_due = std::chrono::steady_clock::now() - last_flush_ >= flush_interval;
-    }
-    if (flush_due) flush_stats();
 }
 
 void DiskCache::warn_storage_problem_once(const std::string& message) {

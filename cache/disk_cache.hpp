@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -10,11 +11,14 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 #include <vector>
 
+#include <sys/types.h>
 #include <nlohmann/json.hpp>
 
 #include "cache/entry.hpp"
@@ -34,8 +38,13 @@ struct DiskCacheConfig {
     std::filesystem::path root;
     std::uint64_t max_bytes = 2ull << 30;  // total size of entries, enforced on publish
     bool enabled = true;                   // false: nothing touches disk, get_or_create just produces
-    // How long a waiter waits for another producer's lock, and how old a lock must be to be broken.
-    std::chrono::seconds lock_timeout{60};
+    // A producer's lock is refreshed every few seconds while it works, however long; one not
+    // refreshed for lock_timeout (its owner hangs as a whole, or vanished on another host) is
+    // broken by a waiter, as is at once the lock of a dead process on this host.
+    std::chrono::milliseconds lock_timeout{std::chrono::seconds(60)};
+    // How long a waiter waits for a live producer before producing for itself (a compiler
+    // that hangs in a process that still refreshes its lock).
+    std::chrono::milliseconds lock_wait_limit{std::chrono::minutes(10)};
     std::shared_ptr<spdlog::logger> logger{};  // null: spdlog's default logger
 };
 
@@ -90,7 +99,7 @@ public:
     bool publish(std::string_view arch, const Key& key, const Entry& entry);
     // The stored entry, or produce()'s result, stored for next time. Concurrent requests for one
     // key, from threads or processes, run produce once; a process that waits longer than
-    // lock_timeout produces for itself. Exceptions from produce propagate (to all waiting threads).
+    // lock_wait_limit produces for itself. Exceptions from produce propagate (to all waiting threads).
     Entry get_or_create(std::string_view arch, const Key& key, const std::function<Entry()>& produce);
     // Removes an entry that turned out unusable, e.g. a code object the GPU loader refused.
     void evict(std::string_view arch, const Key& key);
@@ -119,16 +128,16 @@ public:
     CacheStats session_stats() const;
     // Totals over all processes: the persisted stats plus this instance's not yet flushed counts.
     CacheStats stats() const;
-    // Counts are flushed to the stats file at most about once a second as events happen, and
-    // on destruction; this flushes now.
+    // Counts are flushed to the stats file by a background thread about a second after they
+    // are counted, on destruction, and at normal process exit; this flushes now.
     void flush_stats();
     void zero_stats();
 
     // Maintenance, for the command-line tool. On a disabled cache these see and change nothing.
     std::vector<EntryInfo> list() const;
     std::vector<EntryInfo> list_failures() const;  // metadata holds the details
-    // Decodes every entry (failure record); returns the bad ones, removed (and counted as
-    // corrupt) if asked.
+    // Decode every entry, or every failure record; return the bad ones, removed (and counted
+    // as corrupt) if asked.
     std::vector<BadEntry> verify(bool remove_bad);
     std::vector<BadEntry> verify_failures(bool remove_bad);
     // Also removes leftovers of killed writers (see remove_leftovers). Failure records stay.
@@ -152,8 +161,14 @@ private:
     std::vector<BadEntry> verify_files(std::vector<StoredEntry> stored_files, bool remove_bad,
                                        const std::function<std::string(std::span<const std::byte>)>& check);
 
-    // Counts an event in both the session and the unflushed delta; may flush.
+    // Counts an event in both the session and the unflushed delta, for the flusher thread.
     void count(const std::function<void(CacheStats&)>& event);
+    void flush_periodically(std::stop_token stop);  // the flusher thread
+    // Stops the flusher thread and flushes what is left: on destruction, and at exit.
+    void stop_flushing();
+    // Registers with the process's exit handler, which flushes caches that are never destroyed.
+    static void flush_at_exit(DiskCache* cache);
+    static void forget_at_exit(DiskCache* cache);
     void warn_storage_problem_once(const std::string& message);
 
     DiskCacheConfig config_;
@@ -164,7 +179,7 @@ private:
     mutable std::mutex stats_mutex_;
     CacheStats session_;
     CacheStats unflushed_;
-    std::chrono::steady_clock::time_point last_flush_;
+    std::condition_variable_any counted_;  // with stats_mutex_: wakes the flusher thread
     std::mutex flush_mutex_;
 
     std::atomic<bool> storage_problem_reported_{false};
@@ -172,6 +187,11 @@ private:
     // variants a process uses.
     mutable std::mutex store_errors_mutex_;
     std::map<std::string, std::error_code> store_errors_;
+
+    const pid_t creator_pid_;  // the process whose thread flusher_ is
+    // Last, so it is the first member to go; stop_flushing() has joined it by then anyway.
+    std::once_flag flusher_started_;
+    std::jthread flusher_;
 };
 
 }  // namespace fajit::cache

@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache/file_reading.hpp"
@@ -45,10 +46,10 @@ std::string make_owner_record() {
            std::to_string(nonce) + '\n';
 }
 
+// The record's time says when the lock was taken, for people; staleness goes by mtime.
 struct OwnerRecord {
     pid_t pid = 0;
     std::string host;
-    std::int64_t created_unix_ns = 0;
 };
 
 std::optional<OwnerRecord> parse_owner_record(const std::string& text) {
@@ -64,12 +65,13 @@ std::optional<OwnerRecord> parse_owner_record(const std::string& text) {
     if (fields.size() != 4) return std::nullopt;
     OwnerRecord owner;
     owner.host = std::string(fields[1]);
+    std::int64_t created_unix_ns = 0;
     std::uint64_t nonce = 0;
     const auto number = [](std::string_view field, auto& out) {
         const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), out);
         return ec == std::errc{} && end == field.data() + field.size();
     };
-    if (!number(fields[0], owner.pid) || !number(fields[2], owner.created_unix_ns) || !number(fields[3], nonce))
+    if (!number(fields[0], owner.pid) || !number(fields[2], created_unix_ns) || !number(fields[3], nonce))
         return std::nullopt;
     return owner;
 }
@@ -101,6 +103,10 @@ LockFile::LockFile(std::filesystem::path path, std::chrono::milliseconds stale_a
 
 LockFile::~LockFile() { release(); }
 
+std::chrono::milliseconds LockFile::refresh_interval(std::chrono::milliseconds stale_after) {
+    return std::clamp(stale_after / 4, std::chrono::milliseconds(1), std::chrono::milliseconds(5000));
+}
+
 LockFile::Outcome LockFile::acquire(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     auto pause = std::chrono::milliseconds(1);
@@ -123,8 +129,25 @@ LockFile::Outcome LockFile::acquire(std::chrono::milliseconds timeout) {
 void LockFile::release() {
     if (!held_) return;
     held_ = false;
+    // Stopped before the file goes, so no refresh runs after this owner's last word on it.
+    heartbeat_.request_stop();
+    if (heartbeat_.joinable()) heartbeat_.join();
     // If a waiter judged this lock stale and took over, the file is now theirs; leave it.
     remove_if_content_is(path_, owner_record_);
+}
+
+void LockFile::keep_alive(std::stop_token stop) {
+    const auto interval = refresh_interval(stale_after_);
+    std::unique_lock lock(heartbeat_mutex_);
+    // True when stopped; false when the interval passed.
+    while (!heartbeat_wake_.wait_for(lock, stop, interval, [&stop] { return stop.stop_requested(); })) {
+        std::error_code error;
+        // A lock broken as stale (this process was stopped, say) may now be another owner's.
+        // Should it change hands between this check and the touch, the touch only keeps the
+        // live new owner's lock alive.
+        if (read_text(path_, error) != owner_record_) return;
+        ::utimensat(AT_FDCWD, path_.c_str(), nullptr, 0);
+    }
 }
 
 LockFile::Attempt LockFile::try_create() {
@@ -139,6 +162,7 @@ LockFile::Attempt LockFile::try_create() {
         return Attempt::failed;
     }
     held_ = true;
+    heartbeat_ = std::jthread([this](std::stop_token stop) { keep_alive(std::move(stop)); });
     return Attempt::created;
 }
 
@@ -146,19 +170,14 @@ bool LockFile::break_if_stale() {
     std::error_code error;
     const auto content = read_text(path_, error);
     if (!content) return error == std::errc::no_such_file_or_directory;  // released meanwhile: retry at once
+    // An unparsable record (empty or partial: its owner is between create and write, or died
+    // there) can only go stale by age.
     const auto owner = parse_owner_record(*content);
-
-    bool stale = false;
-    if (owner) {
-        const bool owner_died = owner->host == host_name() && !process_is_alive(owner->pid);
-        const auto age = std::chrono::nanoseconds(now_unix_ns() - owner->created_unix_ns);
-        stale = owner_died || age > stale_after_;
-    } else {
-        // An empty or partial record: the owner is between create and write, or died there.
-        const auto modified = std::filesystem::last_write_time(path_, error);
-        stale = !error && std::filesystem::file_time_type::clock::now() - modified > stale_after_;
-    }
-    return stale && remove_if_content_is(path_, *content);
+    const bool owner_died = owner && owner->host == host_name() && !process_is_alive(owner->pid);
+    // A live owner refreshes the mtime every refresh_interval (keep_alive).
+    const auto modified = std::filesystem::last_write_time(path_, error);
+    const bool unrefreshed = !error && std::filesystem::file_time_type::clock::now() - modified > stale_after_;
+    return (owner_died || unrefreshed) && remove_if_content_is(path_, *content);
 }
 
 }  // namespace fajit::cache

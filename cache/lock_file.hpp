@@ -1,15 +1,21 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
+#include <stop_token>
 #include <string>
+#include <thread>
 
 namespace fajit::cache {
 
 // Cross-process mutual exclusion by a file created with O_CREAT|O_EXCL (atomic on local file
-// systems and on NFSv3+). The file names its owner as "pid hostname unix-nanoseconds nonce",
-// so a waiter can break a lock whose owner has died on this host, or that is older than
-// `stale_after` (an owner on another host, or one that hangs).
+// systems and on NFSv3+). The file names its owner as "pid hostname unix-nanoseconds nonce".
+// While the lock is held a background thread keeps it alive, setting its mtime to now every
+// refresh_interval(stale_after), so work of any length (a long compile) keeps it. A waiter
+// breaks a lock whose owner has died on this host at once, and any lock not refreshed for
+// `stale_after`: an owner that hangs as a whole, or vanished on another host.
 //
 // Breaking renames the lock aside and checks it was the one judged stale; if a new owner's
 // lock was caught instead it is linked back. The lock therefore guards against duplicate
@@ -26,6 +32,9 @@ public:
 
     LockFile(std::filesystem::path path, std::chrono::milliseconds stale_after);
     ~LockFile();  // releases a held lock
+    // A quarter of stale_after and at most 5 s: a few missed refreshes (a busy machine, a
+    // slow network file system) still do not make a held lock look stale.
+    static std::chrono::milliseconds refresh_interval(std::chrono::milliseconds stale_after);
     LockFile(const LockFile&) = delete;
     LockFile& operator=(const LockFile&) = delete;
 
@@ -38,11 +47,17 @@ private:
     Attempt try_create();
     // True if the current lock file was stale and has been removed.
     bool break_if_stale();
+    // The heartbeat thread's loop: refreshes the lock until stopped, or until the lock turns
+    // out to be someone else's (a waiter judged it stale).
+    void keep_alive(std::stop_token stop);
 
     std::filesystem::path path_;
     std::chrono::milliseconds stale_after_;
     std::string owner_record_;
     bool held_ = false;
+    std::mutex heartbeat_mutex_;
+    std::condition_variable_any heartbeat_wake_;  // wakes keep_alive early when it is stopped
+    std::jthread heartbeat_;
 };
 
 }  // namespace fajit::cache

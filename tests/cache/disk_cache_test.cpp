@@ -6,8 +6,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include <unistd.h>
+
 #include "cache/disk_cache.hpp"
-#include "cache/lock_file.hpp"
 #include "test_support.hpp"
 
 using namespace fajit::cache;
@@ -255,7 +256,7 @@ TEST_CASE("evict removes an entry the loader rejected, so the next request recom
     CHECK(producer.calls == 2);
 }
 
-TEST_CASE("a waiter breaks a lock held longer than lock_timeout and compiles") {
+TEST_CASE("a waiter breaks a lock not refreshed for lock_timeout and compiles") {
     TempDir dir;
     CapturedLog log;
     DiskCacheConfig config = config_at(dir.path(), log);
@@ -264,8 +265,8 @@ TEST_CASE("a waiter breaks a lock held longer than lock_timeout and compiles") {
     const Key key = key_of("held");
     const fs::path lock_path = fs::path(cache.entry_path(arch, key)).concat(".lock");
     fs::create_directories(lock_path.parent_path());
-    LockFile hung_owner(lock_path, 1h);
-    REQUIRE(hung_owner.acquire(0s) == LockFile::Outcome::acquired);
+    // A live owner (this process) that no longer refreshes its lock, as if hung as a whole.
+    std::ofstream(lock_path) << ::getpid() << " " << this_host() << " 1 7\n";
 
     CountingProducer producer{"held"};
     const auto start = std::chrono::steady_clock::now();
@@ -278,20 +279,18 @@ TEST_CASE("a waiter breaks a lock held longer than lock_timeout and compiles") {
     CHECK(fs::exists(cache.entry_path(arch, key)));
 }
 
-TEST_CASE("a waiter that times out on a lock it cannot break compiles for itself") {
+TEST_CASE("a waiter that reaches lock_wait_limit on a lock it cannot break compiles for itself") {
     TempDir dir;
     CapturedLog log;
     DiskCacheConfig config = config_at(dir.path(), log);
-    config.lock_timeout = 1s;
+    config.lock_wait_limit = 1s;
     DiskCache cache(config);
     const Key key = key_of("unbreakable");
     const fs::path lock_path = fs::path(cache.entry_path(arch, key)).concat(".lock");
     fs::create_directories(lock_path.parent_path());
     // An owner on another host whose clock runs ahead: never stale by age, liveness unknowable.
-    const auto ahead = std::chrono::system_clock::now() + 1h;
-    std::ofstream(lock_path) << "1 some-other-host "
-                             << std::chrono::duration_cast<std::chrono::nanoseconds>(ahead.time_since_epoch()).count()
-                             << " 7\n";
+    std::ofstream(lock_path) << "1 some-other-host 1 7\n";
+    fs::last_write_time(lock_path, fs::file_time_type::clock::now() + 1h);
 
     CountingProducer producer{"unbreakable"};
     const auto start = std::chrono::steady_clock::now();
@@ -302,6 +301,33 @@ TEST_CASE("a waiter that times out on a lock it cannot break compiles for itself
     CHECK(log.lines_at("warning") == 1);
     CHECK(fs::exists(cache.entry_path(arch, key)));
     CHECK(fs::exists(lock_path));  // not ours to remove
+}
+
+TEST_CASE("a compile that outlives lock_timeout in another process is waited for, not duplicated") {
+    TempDir dir;
+    CapturedLog log;
+    DiskCacheConfig config = config_at(dir.path() / "cache", log);
+    config.lock_timeout = 300ms;
+    const Key key = key_of("slow");
+    const fs::path started = dir.path() / "started";
+    const pid_t compiler = start_child([&] {
+        DiskCache cache(config);
+        cache.get_or_create(arch, key, [&] {
+            std::ofstream(started) << "compiling";
+            std::this_thread::sleep_for(1500ms);  // five times lock_timeout
+            return entry_for("slow", 256);
+        });
+        return 0;
+    });
+    while (!fs::exists(started)) std::this_thread::sleep_for(1ms);
+
+    DiskCache cache(config);
+    CountingProducer producer{"slow"};
+    CHECK(cache.get_or_create(arch, key, producer.callable()) == entry_for("slow", 256));
+    CHECK(producer.calls == 0);
+    CHECK(cache.session_stats().lock_waits == 1);
+    CHECK(cache.session_stats().hits == 1);
+    CHECK(wait_for_child(compiler) == 0);
 }
 
 TEST_CASE("stats persist across instances and can be zeroed") {

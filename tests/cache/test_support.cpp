@@ -1,5 +1,6 @@
 #include "test_support.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -71,7 +72,16 @@ DiskCacheConfig config_at(const fs::path& root, const CapturedLog& log) {
     return config;
 }
 
+std::string this_host() {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    return name;
+}
+
 pid_t start_child(const std::function<int()>& body) {
+    // A child that leaves through exit() flushes stdio; what the parent had buffered must not
+    // come out twice.
+    std::fflush(nullptr);
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {

@@ -49,8 +49,12 @@ Entry entry_for(std::string_view seed, std::size_t payload_bytes);
 
 DiskCacheConfig config_at(const std::filesystem::path& root, const CapturedLog& log);
 
+// This machine's host name, as lock files record their owner's.
+std::string this_host();
+
 // Runs body in a forked child and returns its exit code (128 + signal if it was killed).
-// The child leaves with _exit, so nothing of the parent's test state runs twice.
+// The child leaves with _exit, so nothing of the parent's test state runs twice, unless body
+// itself calls exit().
 int run_in_child(const std::function<int()>& body);
 pid_t start_child(const std::function<int()>& body);
 int wait_for_child(pid_t pid);
