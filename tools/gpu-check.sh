@@ -43,11 +43,13 @@ if [[ $built -eq 1 ]]; then
     (cd "$build" && ctest -V -j"$(nproc)" >"$logs/ctest.log" 2>&1)
     ctest_status=$?
     grep -E '^ *[0-9]+/[0-9]+ Test +#' "$logs/ctest.log"
-    counts="$(sed -nE 's/.*tests passed, ([0-9]+) tests? failed out of ([0-9]+).*/\1 \2/p' "$logs/ctest.log" | tail -n 1)"
+    # "100% tests passed out of 20", or "95% tests passed, 1 tests failed out of 20".
+    counts="$(sed -nE 's/.*tests passed(, ([0-9]+) tests? failed)? out of ([0-9]+).*/\2 \3/p' "$logs/ctest.log" | tail -n 1)"
     skips="$(grep -cE '^[0-9]+: skipped' "$logs/ctest.log")"
     failed_suites="$(sed -n '/The following tests FAILED/,$p' "$logs/ctest.log" | awk '$2 == "-" {print $3}' | paste -sd, -)"
     if [[ -n "$counts" ]]; then
         read -r failed total <<<"$counts"
+        [[ -n "$total" ]] || { total=$failed; failed=0; }
         counts="$((total - failed)) passed, $failed failed of $total suites${failed_suites:+ (failed: $failed_suites)}"
         counts+="; $skips skip lines"
     fi
