@@ -65,21 +65,28 @@ std::optional<Entry> DiskCache::load(std::string_view arch, const Key& key) {
     return entry;
 }
 
+std::optional<std::vector<std::byte>> DiskCache::read_stored(const fs::path& path) {
+    std::error_code error;
+    auto bytes = read_file(path, error);
+    if (!bytes && error != std::errc::no_such_file_or_directory && error != std::errc::not_a_directory)
+        logger_->debug("fa-jit cache: cannot read {}: {}", path.string(), error.message());
+    return bytes;
+}
+
+void DiskCache::discard_corrupt(const fs::path& path, std::string_view what, const std::string& why) {
+    logger_->warn("fa-jit cache: removing corrupt {} {}: {}", what, path.string(), why);
+    std::error_code ignored;
+    fs::remove(path, ignored);
+    count([](CacheStats& stats) { ++stats.corrupt_entries; });
+}
+
 DiskCache::Lookup DiskCache::read_entry(std::string_view arch, const Key& key, std::optional<Entry>& entry) {
     const fs::path path = layout_.entry_path(arch, key);
-    std::error_code error;
-    const auto bytes = read_file(path, error);
-    if (!bytes) {
-        if (error != std::errc::no_such_file_or_directory && error != std::errc::not_a_directory) {
-            logger_->debug("fa-jit cache: cannot read {}: {}", path.string(), error.message());
-        }
-        return Lookup::absent;
-    }
+    const auto bytes = read_stored(path);
+    if (!bytes) return Lookup::absent;
     DecodeResult decoded = decode_entry(*bytes);
     if (!decoded.entry) {
-        logger_->warn("fa-jit cache: removing corrupt entry {}: {}", path.string(), decoded.error);
-        fs::remove(path, error);
-        count([](CacheStats& stats) { ++stats.corrupt_entries; });
+        discard_corrupt(path, "entry", decoded.error);
         return Lookup::corrupt;
     }
     mark_recently_used(path);

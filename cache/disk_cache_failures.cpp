@@ -1,14 +1,12 @@
 // DiskCache's failure records: the request-path side (find, record); listing, verifying and
 // clearing them live with the other maintenance in disk_cache_maintenance.cpp.
 #include <exception>
-#include <system_error>
 
 #include <spdlog/spdlog.h>
 
 #include "cache/atomic_file.hpp"
 #include "cache/disk_cache.hpp"
 #include "cache/failure_record.hpp"
-#include "cache/file_reading.hpp"
 
 namespace fajit::cache {
 
@@ -21,20 +19,12 @@ fs::path DiskCache::failure_path(std::string_view arch, const Key& key) const {
 std::optional<nlohmann::json> DiskCache::find_failure(std::string_view arch, const Key& key) {
     if (!config_.enabled) return std::nullopt;
     const fs::path path = layout_.failure_path(arch, key);
-    std::error_code error;
-    const auto bytes = read_file(path, error);
-    if (!bytes) {
-        if (error != std::errc::no_such_file_or_directory && error != std::errc::not_a_directory) {
-            logger_->debug("fa-jit cache: cannot read {}: {}", path.string(), error.message());
-        }
-        return std::nullopt;
-    }
+    const auto bytes = read_stored(path);
+    if (!bytes) return std::nullopt;
     FailureDecodeResult decoded = decode_failure_record(*bytes);
     if (!decoded.details) {
         // Forgetting a failure costs one more attempt; trusting a damaged one could skip work for good.
-        logger_->warn("fa-jit cache: removing corrupt failure record {}: {}", path.string(), decoded.error);
-        fs::remove(path, error);
-        count([](CacheStats& stats) { ++stats.corrupt_entries; });
+        discard_corrupt(path, "failure record", decoded.error);
         return std::nullopt;
     }
     return std::move(decoded.details);

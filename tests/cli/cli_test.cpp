@@ -1,7 +1,6 @@
 // The fa-jit command-line tool, driven as operators and scripts drive it: real processes,
 // real cache directories, exit codes and --json output.
 #include <doctest/doctest.h>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 
 #include "cache/disk_cache.hpp"
 #include "cli_process.hpp"
+#include "support/scratch_directory.hpp"
 #include "support/compile_support.hpp"
 
 namespace {
@@ -24,17 +24,8 @@ constexpr int exit_usage = 1;
 constexpr int exit_failed = 2;
 
 // Every directory a test makes lives under one root, removed when the tests end.
-struct ScratchRoot {
-    fs::path path = fs::temp_directory_path() / ("fa-jit-cli-test-" + std::to_string(::getpid()));
-    ScratchRoot() { fs::create_directories(path); }
-    ~ScratchRoot() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-};
-
 fs::path fresh_directory(const std::string& name) {
-    static ScratchRoot root;
+    static fajit::testing::ScratchDirectory root("fa-jit-cli-test");
     static int counter = 0;
     return root.path / (name + "-" + std::to_string(counter++));
 }

@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include "codegen/template_store.hpp"
 #include "fajit/runtime.hpp"
 #include "families/registry.hpp"
+#include "support/scratch_directory.hpp"
 
 using namespace fajit;
 
@@ -22,17 +22,8 @@ namespace {
 
 // Every directory a test makes lives under one root of this process, removed when the
 // tests end, so no other suite or concurrent run shares a cache with these tests.
-struct ScratchRoot {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("fa-jit-provider-test-" + std::to_string(::getpid()));
-    ~ScratchRoot() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path, ignored);
-    }
-};
-
 std::filesystem::path fresh_directory(const std::string& name) {
-    static const ScratchRoot root;
+    static const testing::ScratchDirectory root("fa-jit-provider-test");
     const auto path = root.path / name;
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);

@@ -1,35 +1,21 @@
 #include "support/gpu_test_setup.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
 
+#include "support/scratch_directory.hpp"
 #include "support/test_device.hpp"
 
 namespace fajit::testing {
 
-namespace {
-
-// The kernel cache of one test process, removed when it ends: a suite never finds what
-// another suite, or an earlier run, compiled.
-struct ScratchCache {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("fa-jit-gpu-test-cache-" + std::to_string(::getpid()));
-    ~ScratchCache() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path, ignored);
-    }
-};
-
-}  // namespace
-
 Options gpu_test_options(bool debug_counters) {
-    // Constructed before the runtimes that use it, so it is removed after them.
-    static const ScratchCache cache;
+    // The kernel cache of one test process: a suite never finds what another suite, or an
+    // earlier run, compiled. Constructed before the runtimes that use it, so it is removed
+    // after them.
+    static const ScratchDirectory cache("fa-jit-gpu-test-cache");
     Options options = Options::from_environment();
     options.cache_dir = cache.path;
     options.log_level = "warn";
