@@ -62,7 +62,7 @@ if [[ $built -eq 1 ]]; then
     harness_failed=0
     rm -f "$logs"/sdpa-*.json
     for dtype in f16 bf16; do
-        # --strict: a fallback to the scalar family at the seed shape counts as a failure.
+        # --strict: a fallback at the seed shape counts as a failure.
         if ! FAJIT_CACHE_DIR="$build/kernel-cache" python3 tools/python/compare_sdpa.py \
                 --library "$build/src/libfajit.so" --batch 1 --heads-q 32 --heads-kv 8 --len-q 2048 \
                 --head-dim 128 --len-k 2048 8192 16384 --dtype "$dtype" --causal bottom-right --strict \
