@@ -73,6 +73,9 @@ typedef struct fajit_runtime fajit_runtime;
  *   FAJIT_TILE            e.g. bq=64,bk=64,waves=4: pin tile sizes of the selected variant
  *   FAJIT_STRICT          1: an error instead of a scalar fallback (unsupported shape, failed
  *                         compile or load); FAJIT_FORCE_FALLBACK stays allowed
+ *   FAJIT_MAX_LOADED_KERNELS  kernels kept loaded (default 256); past it the least recently
+ *                         used is unloaded, so a CUDA graph that captured it must not be
+ *                         replayed afterwards
  * Flags take 1/0, true/false, yes/no or on/off. An empty value means unset. */
 typedef struct fajit_setting {
     const char* name;
