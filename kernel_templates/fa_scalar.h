@@ -22,23 +22,24 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa_par
     const int lane = threadIdx.x % lanes;
     const int wave = threadIdx.x / lanes;
     const int head = blockIdx.y;
-    const int batch = blockIdx.z;
     const int kv_head = head / (p.heads_q / p.heads_kv);
+    const fa_sequence sequence = fa_sequence_of<Spec>(p, blockIdx.z);
 
-    const element* q = static_cast<const element*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[1];
-    const element* k = static_cast<const element*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[1];
-    const element* v = static_cast<const element*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
-    element* o = static_cast<element*>(p.o) + batch * p.o_stride[0] + head * p.o_stride[1];
+    const element* q = static_cast<const element*>(p.q);
+    const element* k = static_cast<const element*>(p.k);
+    const element* v = static_cast<const element*>(p.v);
+    element* o = static_cast<element*>(p.o);
     float* query = query_rows[wave];
 
     for (int local_row = wave; local_row < Spec::block_q; local_row += Spec::waves) {
         const int row = blockIdx.x * Spec::block_q + local_row;
-        if (row >= p.len_q) break;
+        if (row >= sequence.len_q) break;
+        const element* query_row = q + fa_row_offset(p.q_stride, sequence, head, row);
         for (int d = lane; d < head_dim; d += lanes)
-            query[d] = fa_to_float(q[row * p.q_stride[2] + d]) * (p.scale * FAJIT_LOG2E);
+            query[d] = fa_to_float(query_row[d]) * (p.scale * FAJIT_LOG2E);
         fa_wave_sync();
 
-        const int visible = fa_visible_keys(Spec::causal, row, p.len_q, p.len_k);
+        const int visible = fa_visible_keys(Spec::causal, row, sequence.len_q, sequence.len_k);
         float frame = fa_neg_inf();  // every score and sum below is relative to it
         float lane_sum = 0.0f;
         float out[dims_per_lane];
@@ -51,7 +52,7 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa_par
                 const int key = key0 + t * lanes + lane;
                 float s = fa_neg_inf();
                 if (key < visible) {
-                    const element* key_row = k + key * p.k_stride[2];
+                    const element* key_row = k + fa_key_offset<Spec>(p, p.k_stride, sequence, kv_head, key);
                     s = 0.0f;
                     for (int d = 0; d < head_dim; ++d) s += query[d] * fa_to_float(key_row[d]);
                 }
@@ -73,7 +74,8 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa_par
                 const int keys_here = visible - (key0 + t * lanes);
                 for (int source = 0; source < lanes && source < keys_here; ++source) {
                     const float w = fa_shuffle(weight, source);
-                    const element* value_row = v + (key0 + t * lanes + source) * p.v_stride[2];
+                    const element* value_row =
+                        v + fa_key_offset<Spec>(p, p.v_stride, sequence, kv_head, key0 + t * lanes + source);
                     for (int c = 0; c < dims_per_lane; ++c) {
                         const int d = lane + c * lanes;
                         if (d < head_dim) out[c] += w * fa_to_float(value_row[d]);
@@ -85,12 +87,13 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa_par
         // A row that sees no key (Lq > Lk under bottom-right) outputs zeros, not NaN.
         const float sum = fa_wave_sum(lane_sum);
         const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+        element* output_row = o + fa_row_offset(p.o_stride, sequence, head, row);
         for (int c = 0; c < dims_per_lane; ++c) {
             const int d = lane + c * lanes;
-            if (d < head_dim) o[row * p.o_stride[2] + d] = fa_from_float<element>(out[c] * inverse);
+            if (d < head_dim) output_row[d] = fa_from_float<element>(out[c] * inverse);
         }
         if (p.lse && lane == 0)
-            p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.len_q + row] =
+            p.lse[fa_lse_index<Spec>(p, sequence, head, row)] =
                 sum > 0.0f ? (frame + fa_log2(sum)) * FAJIT_LN2 : fa_neg_inf();
         fa_wave_sync();
     }

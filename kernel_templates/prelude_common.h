@@ -21,6 +21,7 @@
 // Mirrors src/runtime/kernel_arguments.hpp field for field; both sides assert the
 // size so a change to one that misses the other fails to compile.
 enum fa_causal_mode { FA_CAUSAL_NONE = 0, FA_CAUSAL_TOP_LEFT = 1, FA_CAUSAL_BOTTOM_RIGHT = 2 };
+enum fa_kv_layout { FA_KV_DENSE = 0, FA_KV_RAGGED = 1, FA_KV_PAGED = 2 };
 
 struct fa_params {
     const void* q;
@@ -39,8 +40,21 @@ struct fa_params {
     int len_q;
     int len_k;
     float scale;  // softmax scale applied to q.k
+    // Batched layouts (see the sequences part below); null and 0 for dense calls.
+    const int* cu_seqlens_q;  // [batch + 1]
+    const int* cu_seqlens_k;  // ragged: [batch + 1]
+    const int* block_table;   // paged: [batch, max_pages_per_seq]
+    const int* kv_lens;       // paged: [batch]
+    // Split-KV decode workspace; null for kernels that do not split.
+    float* split_partials;
+    unsigned int* split_arrivals;
+    int total_q;
+    int max_pages_per_seq;
+    int num_pages;
+    int num_splits;
+    int keys_per_split;
 };
-static_assert(sizeof(fa_params) == 168, "fa_params layout changed: update kernel_arguments.hpp too");
+static_assert(sizeof(fa_params) == 240, "fa_params layout changed: update kernel_arguments.hpp too");
 
 // ---- element types: 16-bit floats are raw bits so no toolkit header is needed --
 struct fa_f16 {
@@ -141,6 +155,67 @@ FAJIT_DEVICE int fa_visible_keys(int causal, int row, int len_q, int len_k) {
     if (causal == FA_CAUSAL_TOP_LEFT) limit = static_cast<long long>(row) + 1;
     if (causal == FA_CAUSAL_BOTTOM_RIGHT) limit = static_cast<long long>(len_k) - len_q + row + 1;
     return static_cast<int>(limit < 0 ? 0 : (limit > len_k ? len_k : limit));
+}
+
+// ---- sequences: where each sequence of a call lives -------------------------------
+// Every family addresses q, k, v, o and lse through these, so each one takes every
+// layout its descriptor lists (Spec::kv_layout) with no copy of its loops:
+//   dense   batch b is a stride away (len_q, len_k from the arguments);
+//   ragged  rows and keys are packed, found through cu_seqlens_q / cu_seqlens_k (the host
+//           zeroes the batch strides);
+//   paged   rows are packed as for ragged; key j is slot j % page_size of page
+//           block_table[b][j / page_size], and k_stride/v_stride are {page, head, slot}.
+struct fa_sequence {
+    int index;    // within the batch
+    int len_q;    // this sequence's query rows
+    int len_k;    // and keys
+    int q_start;  // row 0's index along q and o's token dimension (0 when dense)
+    int k_start;  // key 0's index along k and v's token dimension (ragged; else 0)
+};
+
+template <class Spec>
+FAJIT_DEVICE fa_sequence fa_sequence_of(const fa_params& p, int index) {
+    fa_sequence s = {index, p.len_q, p.len_k, 0, 0};
+    if (Spec::kv_layout != FA_KV_DENSE) {
+        s.q_start = p.cu_seqlens_q[index];
+        s.len_q = p.cu_seqlens_q[index + 1] - s.q_start;
+    }
+    if (Spec::kv_layout == FA_KV_RAGGED) {
+        s.k_start = p.cu_seqlens_k[index];
+        s.len_k = p.cu_seqlens_k[index + 1] - s.k_start;
+    }
+    if (Spec::kv_layout == FA_KV_PAGED) {
+        // A length past the sequence's pages would read past its block table row.
+        const int capacity = p.max_pages_per_seq * Spec::page_size;
+        s.len_k = p.kv_lens[index] < capacity ? p.kv_lens[index] : capacity;
+    }
+    return s;
+}
+
+// Element offset of query (or output) row `row` of `head`; stride is q_stride or o_stride.
+FAJIT_DEVICE long long fa_row_offset(const long long* stride, const fa_sequence& s, int head, int row) {
+    return s.index * stride[0] + head * stride[1] + static_cast<long long>(s.q_start + row) * stride[2];
+}
+
+// Element offset of key (or value) row `key` of `kv_head`; stride is k_stride or v_stride.
+template <class Spec>
+FAJIT_DEVICE long long fa_key_offset(const fa_params& p, const long long* stride, const fa_sequence& s, int kv_head,
+                                     int key) {
+    if (Spec::kv_layout == FA_KV_PAGED) {
+        int page = p.block_table[static_cast<long long>(s.index) * p.max_pages_per_seq + key / Spec::page_size];
+        // The host checks block tables (FAJIT_CHECK_INDICES); unchecked, a page out of range
+        // still reads inside the cache, never elsewhere.
+        page = page < 0 ? 0 : (page >= p.num_pages ? p.num_pages - 1 : page);
+        return page * stride[0] + kv_head * stride[1] + static_cast<long long>(key % Spec::page_size) * stride[2];
+    }
+    return s.index * stride[0] + kv_head * stride[1] + static_cast<long long>(s.k_start + key) * stride[2];
+}
+
+// Index of a row's natural-log sum-exp: [batch, heads_q, len_q] dense, [heads_q, total_q] packed.
+template <class Spec>
+FAJIT_DEVICE long long fa_lse_index(const fa_params& p, const fa_sequence& s, int head, int row) {
+    if (Spec::kv_layout != FA_KV_DENSE) return static_cast<long long>(head) * p.total_q + s.q_start + row;
+    return (static_cast<long long>(s.index) * p.heads_q + head) * p.len_q + row;
 }
 
 // ---- test instrumentation -------------------------------------------------------

@@ -22,13 +22,41 @@ struct LseShape {
     int length = 0;
 };
 
+// Where each sequence of a batched call (kv_layout ragged or paged) lives. Every pointer
+// is a device pointer to int32. Each sequence's causal mask is aligned bottom-right (or
+// top-left) within the sequence.
+struct SequenceBatch {
+    // [batch + 1] cumulative query rows: sequence b has rows cu_seqlens_q[b] ..
+    // cu_seqlens_q[b+1] of the packed q and o ([total_q, heads_q, head_dim]).
+    const int* cu_seqlens_q = nullptr;
+    int total_q = 0;  // rows of the packed q and o, cu_seqlens_q[batch]
+    // ragged: [batch + 1] cumulative keys of the packed k and v ([total_k, heads_kv, head_dim]).
+    const int* cu_seqlens_k = nullptr;
+    int total_k = 0;
+    // paged: sequence b's key j is in page block_table[b * max_pages_per_seq + j / page_size],
+    // slot j % page_size; it has kv_lens[b] keys. k and v are [num_pages, page_size, heads_kv,
+    // head_dim] or [num_pages, heads_kv, page_size, head_dim], by strides {page, head, slot}.
+    const int* block_table = nullptr;  // [batch, max_pages_per_seq]
+    const int* kv_lens = nullptr;      // [batch]
+    int max_pages_per_seq = 0;
+    int num_pages = 0;
+    int page_size = 0;  // a power of two, 1..256
+};
+
 struct AttentionArgs {
-    const void* q = nullptr;   // [batch, heads_q, len_q, head_dim] via q_strides
-    const void* k = nullptr;   // [batch, heads_kv, len_k, head_dim] via k_strides
-    const void* v = nullptr;   // [batch, heads_kv, len_k, head_dim] via v_strides
-    void* o = nullptr;         // [batch, heads_q, len_q, head_dim] via o_strides
-    float* lse = nullptr;      // optional contiguous [batch, heads_q, len_q] f32 natural-log sum-exp
-    LseShape lse_shape;        // with lse: must be {batch, heads_q, len_q}; without: all zero
+    // With kv_layout ragged or paged, q and o are packed [total_q, heads_q, head_dim] (their
+    // strides' batch member is ignored), len_q is the longest sequence's query rows and
+    // len_k the longest sequence's keys; see SequenceBatch for k and v.
+    KvLayout kv_layout = KvLayout::dense;
+    SequenceBatch sequences;
+    const void* q = nullptr;  // [batch, heads_q, len_q, head_dim] via q_strides
+    const void* k = nullptr;  // [batch, heads_kv, len_k, head_dim] via k_strides
+    const void* v = nullptr;  // [batch, heads_kv, len_k, head_dim] via v_strides
+    void* o = nullptr;        // [batch, heads_q, len_q, head_dim] via o_strides
+    // Optional contiguous f32 natural-log sum-exp: [batch, heads_q, len_q], or for the
+    // batched layouts [heads_q, total_q] (FlashAttention's varlen form).
+    float* lse = nullptr;
+    LseShape lse_shape;        // with lse: {batch, heads_q, len_q}, or {1, heads_q, total_q}; without: all zero
     DType dtype = DType::f16;  // of q, k, v and o
     int batch = 0;
     int heads_q = 0;

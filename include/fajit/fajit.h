@@ -50,6 +50,20 @@ enum {
     FAJIT_DTYPE_F32 = 2   /* binary32; runs the scalar family only */
 };
 
+/* How the call's sequences and their K/V are laid out (fajit_attention_args.kv_layout):
+ *   DENSE   one length for all: q, k, v, o are [batch, heads, len, head_dim] by strides
+ *   RAGGED  q, o packed [total_q, heads_q, head_dim] and k, v packed [total_k, heads_kv,
+ *           head_dim], split into sequences by cu_seqlens_q / cu_seqlens_k (FlashAttention's
+ *           varlen form)
+ *   PAGED   q, o packed as for RAGGED; k, v in a paged cache [num_pages, page_size, heads_kv,
+ *           head_dim] (or [num_pages, heads_kv, page_size, head_dim], by strides {page, head,
+ *           slot}), with a block table and per-sequence lengths (vLLM's and FlashAttention's
+ *           KV cache form)
+ * In the batched forms the strides' batch member of q and o (and of k, v for RAGGED) is
+ * ignored, len_q and len_k are the longest sequence's, and each sequence is masked on its
+ * own (bottom-right aligns its last query with its last key). */
+enum { FAJIT_KV_DENSE = 0, FAJIT_KV_RAGGED = 1, FAJIT_KV_PAGED = 2 };
+
 /* Causal masking. With len_q queries and len_k keys, query row i sees keys j with:
  *   NONE:         every j
  *   TOP_LEFT:     j <= i
@@ -73,6 +87,11 @@ typedef struct fajit_runtime fajit_runtime;
  *   FAJIT_TILE            e.g. bq=64,bk=64,waves=4: pin tile sizes of the selected variant
  *   FAJIT_STRICT          1: an error instead of a scalar fallback (unsupported shape, failed
  *                         compile or load); FAJIT_FORCE_FALLBACK stays allowed
+ *   FAJIT_CHECK_INDICES   1 (default): before a batched call, read its cu_seqlens, kv_lens and
+ *                         block table back and check them (monotonic, within the totals,
+ *                         pages in range); this waits for the stream. 0: trust them, as CUDA
+ *                         graph capture needs (a page out of range then reads another page of
+ *                         the cache, never outside it)
  *   FAJIT_MAX_LOADED_KERNELS  kernels kept loaded (default 256); past it the least recently
  *                         used is unloaded, so a CUDA graph that captured it must not be
  *                         replayed afterwards
@@ -103,14 +122,14 @@ typedef struct fajit_attention_args {
     const void* v; /* device pointer, [batch, heads_kv, len_k, head_dim] by v_strides */
     void* o;       /* device pointer, [batch, heads_q, len_q, head_dim] by o_strides; written */
     /* Optional device pointer to f32 natural-log sum-exp of the scaled scores per query row,
-     * contiguous [batch, heads_q, len_q]; NULL for none. */
+     * contiguous [batch, heads_q, len_q] (batched forms: [heads_q, total_q]); NULL for none. */
     float* lse;
     fajit_strides q_strides;
     fajit_strides k_strides;
     fajit_strides v_strides;
     fajit_strides o_strides;
-    /* The shape the caller allocated for lse: must be {batch, heads_q, len_q} when lse is
-     * given, all zero when it is not. */
+    /* The shape the caller allocated for lse: must be {batch, heads_q, len_q} (batched forms:
+     * {1, heads_q, total_q}) when lse is given, all zero when it is not. */
     int32_t lse_batch;
     int32_t lse_heads;
     int32_t lse_length;
@@ -123,6 +142,18 @@ typedef struct fajit_attention_args {
     int32_t causal;   /* FAJIT_CAUSAL_* */
     float scale;      /* softmax scale, finite; typically 1/sqrt(head_dim) */
     int32_t device;   /* device ordinal within the backend that runs (CUDA or HIP numbering) */
+    /* FAJIT_KV_*; the fields below are used only by the layouts named, and must be NULL / 0
+     * otherwise. Every pointer is a device pointer to int32. */
+    int32_t kv_layout;
+    const int32_t* cu_seqlens_q; /* RAGGED, PAGED: [batch + 1] cumulative query rows */
+    const int32_t* cu_seqlens_k; /* RAGGED: [batch + 1] cumulative keys */
+    const int32_t* block_table;  /* PAGED: [batch, max_pages_per_seq] page indices */
+    const int32_t* kv_lens;      /* PAGED: [batch] keys per sequence */
+    int32_t total_q;             /* RAGGED, PAGED: rows of the packed q and o */
+    int32_t total_k;             /* RAGGED: rows of the packed k and v */
+    int32_t max_pages_per_seq;   /* PAGED */
+    int32_t num_pages;           /* PAGED: pages in the cache */
+    int32_t page_size;           /* PAGED: keys per page, a power of two from 1 to 256 */
 } fajit_attention_args;
 
 /* The library's version, e.g. "0.1.0". Never NULL. */

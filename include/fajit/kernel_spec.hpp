@@ -9,11 +9,20 @@ namespace fajit {
 
 enum class DType { f16, bf16, f32 };
 enum class CausalMode { none, top_left, bottom_right };
+// How a call's sequences and their K/V are laid out (AttentionArgs::sequences):
+//   dense   one length for every sequence; q, k, v and o are [batch, heads, length, d] by strides
+//   ragged  q and o packed [total_q, heads, d] and k, v packed [total_k, heads_kv, d], with
+//           cumulative offsets per sequence (FlashAttention's varlen form)
+//   paged   q and o packed as for ragged; k and v in pages [num_pages, page_size, heads_kv, d]
+//           (or heads first, by strides) found through a block table (vLLM's KV cache)
+enum class KvLayout { dense, ragged, paged };
 
 std::string_view to_string(DType);
 std::string_view to_string(CausalMode);
+std::string_view to_string(KvLayout);
 std::optional<DType> parse_dtype(std::string_view);
 std::optional<CausalMode> parse_causal(std::string_view);
+std::optional<KvLayout> parse_kv_layout(std::string_view);
 
 struct KernelSpec {
     // The kernel family by name, as spec text spells it; the library's family registry
@@ -26,14 +35,18 @@ struct KernelSpec {
     int waves = 4;     // waves (warps) per thread block
     float rescale_margin = 0.0f;
     CausalMode causal = CausalMode::none;
-    std::string arch;  // full target name with features, e.g. gfx942:sramecc+:xnack- or sm_90a
+    KvLayout kv_layout = KvLayout::dense;
+    int page_size = 0;  // keys per page with kv_layout paged (a power of two, 1..256), else 0
+    std::string arch;   // full target name with features, e.g. gfx942:sramecc+:xnack- or sm_90a
 
     bool operator==(const KernelSpec&) const = default;
 };
 
 // The canonical text form, e.g.
 //   family=scalar,d=128,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=bottom-right,arch=gfx1151
-// arch comes last so the variable-length target name ends the line.
+//   family=scalar,d=128,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=none,kv=paged,page=16,arch=sm_90a
+// kv (and page) appear only for the batched layouts, so dense specs read as they always
+// did. arch comes last so the variable-length target name ends the line.
 std::string to_string(const KernelSpec&);
 
 struct SpecParseResult {

@@ -41,7 +41,7 @@ struct Options {
     // memory); past it the least recently used is unloaded, and loaded again from the disk
     // cache when next needed. At least 1.
     std::size_t max_loaded_kernels = 256;
-    std::string log_level = "warn";              // FAJIT_LOG_LEVEL: trace, debug, info, warn, error, off
+    std::string log_level = "warn";  // FAJIT_LOG_LEVEL: trace, debug, info, warn, error, off
     // FAJIT_DEBUG_COUNTERS=1 compiles the kernels' test counters in (see
     // AttentionArgs::debug_counters). Such kernels are cached under their own keys.
     bool debug_counters = false;
@@ -55,6 +55,10 @@ struct Options {
     // FAJIT_STRICT=1: running scalar instead of the selected variant (unsupported shape,
     // failed compile or load) is an error rather than a warning. FAJIT_FORCE_FALLBACK stays allowed.
     bool strict = false;
+    // FAJIT_CHECK_INDICES (default on): a batched call's cu_seqlens, kv_lens and block table
+    // are read back and checked before the launch, which waits for the stream. Off trusts
+    // them, as CUDA graph capture needs; kernels still keep page reads inside the cache.
+    bool check_indices = true;
 
     // Reads FAJIT_* variables over the defaults; a setting in overrides (same names and
     // syntax as the variables) replaces the variable. Throws InvalidOption naming the

@@ -80,12 +80,15 @@ public:
     virtual std::unique_ptr<LoadedKernel> load(int device, std::span<const std::byte> code,
                                                const std::string& lowered_name) const = 0;
     // Device memory, copies and timing for tools, tests and benchmarks; engines bring
-    // their own. Each throws std::runtime_error naming the failed call. Copies and fills
-    // are ordered with the work of the default stream.
+    // their own; the runtime reads a batched call's indices back with download. Each throws
+    // std::runtime_error naming the failed call. Uploads and fills are ordered with the
+    // work of the default stream.
     virtual void* allocate(int device, std::size_t bytes) const = 0;
     virtual void release(int device, void* pointer) const = 0;
     virtual void upload(int device, void* destination, const void* source, std::size_t bytes) const = 0;
-    virtual void download(int device, void* destination, const void* source, std::size_t bytes) const = 0;
+    // Waits for the work queued on stream (hipStream_t / CUstream, null for the default
+    // stream) to reach the copy, so it sees what that work wrote; returns once it is done.
+    virtual void download(int device, void* destination, const void* source, std::size_t bytes, void* stream) const = 0;
     // Sets bytes bytes from destination on to byte.
     virtual void fill(int device, void* destination, unsigned char byte, std::size_t bytes) const = 0;
     virtual std::unique_ptr<DeviceEvent> create_event(int device) const = 0;

@@ -67,8 +67,8 @@ struct Nvrtc {
             if (!error.empty()) return;
             int major = 0, minor = 0;
             version(&major, &minor);
-            identity_text = "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + " " +
-                            file_fingerprint(library.path());
+            identity_text =
+                "nvrtc " + std::to_string(major) + "." + std::to_string(minor) + " " + file_fingerprint(library.path());
         });
         return identity_text;
     }
@@ -88,7 +88,7 @@ struct Nvrtc {
     }
     std::vector<std::unique_ptr<DynamicLibrary>> builtins;
 
-   private:
+private:
     mutable std::once_flag identity_once;
     mutable std::string identity_text = "nvrtc-unavailable";
 };
@@ -111,7 +111,8 @@ struct Driver {
     decltype(&cuMemAlloc) memory_allocate = nullptr;
     decltype(&cuMemFree) memory_free = nullptr;
     decltype(&cuMemcpyHtoD) copy_to_device = nullptr;
-    decltype(&cuMemcpyDtoH) copy_to_host = nullptr;
+    decltype(&cuMemcpyDtoHAsync) copy_to_host = nullptr;
+    decltype(&cuStreamSynchronize) stream_synchronize = nullptr;
     decltype(&cuMemsetD8) memset = nullptr;
     decltype(&cuEventCreate) event_create = nullptr;
     decltype(&cuEventDestroy) event_destroy = nullptr;
@@ -136,10 +137,10 @@ struct Driver {
             library.bind(error_string, "cuGetErrorString") &&
             // cuda.h maps these names to their _v2 entry points.
             library.bind(memory_allocate, "cuMemAlloc_v2") && library.bind(memory_free, "cuMemFree_v2") &&
-            library.bind(copy_to_device, "cuMemcpyHtoD_v2") && library.bind(copy_to_host, "cuMemcpyDtoH_v2") &&
-            library.bind(memset, "cuMemsetD8_v2") && library.bind(event_create, "cuEventCreate") &&
-            library.bind(event_destroy, "cuEventDestroy_v2") && library.bind(event_record, "cuEventRecord") &&
-            library.bind(event_synchronize, "cuEventSynchronize") &&
+            library.bind(copy_to_device, "cuMemcpyHtoD_v2") && library.bind(copy_to_host, "cuMemcpyDtoHAsync_v2") &&
+            library.bind(stream_synchronize, "cuStreamSynchronize") && library.bind(memset, "cuMemsetD8_v2") &&
+            library.bind(event_create, "cuEventCreate") && library.bind(event_destroy, "cuEventDestroy_v2") &&
+            library.bind(event_record, "cuEventRecord") && library.bind(event_synchronize, "cuEventSynchronize") &&
             // The first entry point of this name, with the same signature as the _v2 that
             // cuda.h 13 maps it to: every driver has it, older ones lack the _v2.
             library.bind(event_elapsed, "cuEventElapsedTime") && library.bind(synchronize, "cuCtxSynchronize");
@@ -416,10 +417,12 @@ public:
                        "cuMemcpyHtoD");
     }
 
-    void download(int device, void* destination, const void* source, std::size_t bytes) const override {
+    void download(int device, void* destination, const void* source, std::size_t bytes, void* stream) const override {
         driver().make_current(device);
-        driver().check(driver().copy_to_host(destination, reinterpret_cast<CUdeviceptr>(source), bytes),
-                       "cuMemcpyDtoH");
+        const auto queue = static_cast<CUstream>(stream);
+        driver().check(driver().copy_to_host(destination, reinterpret_cast<CUdeviceptr>(source), bytes, queue),
+                       "cuMemcpyDtoHAsync");
+        driver().check(driver().stream_synchronize(queue), "cuStreamSynchronize");
     }
 
     void fill(int device, void* destination, unsigned char byte, std::size_t bytes) const override {

@@ -28,7 +28,7 @@ void DeviceBuffer::upload_bytes(const void* host, std::size_t bytes) {
 }
 
 void DeviceBuffer::download_bytes(void* host, std::size_t bytes) const {
-    backend_.download(device_, host, pointer_, bytes);
+    backend_.download(device_, host, pointer_, bytes, nullptr);
 }
 
 void DeviceBuffer::fill(unsigned char byte) { backend_.fill(device_, pointer_, byte, bytes_); }

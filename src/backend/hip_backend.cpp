@@ -90,7 +90,7 @@ struct Hiprtc {
         return identity_text;
     }
 
-   private:
+private:
     mutable std::once_flag identity_once;
     mutable std::string identity_text = "hiprtc-unavailable";
 };
@@ -108,6 +108,8 @@ struct HipRuntime {
     hipError_t (*memory_allocate)(void**, std::size_t) = nullptr;  // hipMalloc has template overloads
     decltype(&hipFree) memory_free = nullptr;
     decltype(&hipMemcpy) copy = nullptr;
+    decltype(&hipMemcpyAsync) copy_async = nullptr;
+    decltype(&hipStreamSynchronize) stream_synchronize = nullptr;
     decltype(&hipMemset) memset = nullptr;
     decltype(&hipEventCreate) event_create = nullptr;
     decltype(&hipEventDestroy) event_destroy = nullptr;
@@ -129,7 +131,8 @@ struct HipRuntime {
             library.bind(module_unload, "hipModuleUnload") && library.bind(module_function, "hipModuleGetFunction") &&
             library.bind(launch, "hipModuleLaunchKernel") && library.bind(error_string, "hipGetErrorString") &&
             library.bind(memory_allocate, "hipMalloc") && library.bind(memory_free, "hipFree") &&
-            library.bind(copy, "hipMemcpy") && library.bind(memset, "hipMemset") &&
+            library.bind(copy, "hipMemcpy") && library.bind(copy_async, "hipMemcpyAsync") &&
+            library.bind(stream_synchronize, "hipStreamSynchronize") && library.bind(memset, "hipMemset") &&
             library.bind(event_create, "hipEventCreate") && library.bind(event_destroy, "hipEventDestroy") &&
             library.bind(event_record, "hipEventRecord") && library.bind(event_synchronize, "hipEventSynchronize") &&
             library.bind(event_elapsed, "hipEventElapsedTime") && library.bind(synchronize, "hipDeviceSynchronize");
@@ -366,9 +369,11 @@ public:
         hip().check(hip().copy(destination, source, bytes, hipMemcpyHostToDevice), "hipMemcpy");
     }
 
-    void download(int device, void* destination, const void* source, std::size_t bytes) const override {
+    void download(int device, void* destination, const void* source, std::size_t bytes, void* stream) const override {
         hip().check(hip().set_device(device), "hipSetDevice");
-        hip().check(hip().copy(destination, source, bytes, hipMemcpyDeviceToHost), "hipMemcpy");
+        const auto queue = static_cast<hipStream_t>(stream);
+        hip().check(hip().copy_async(destination, source, bytes, hipMemcpyDeviceToHost, queue), "hipMemcpyAsync");
+        hip().check(hip().stream_synchronize(queue), "hipStreamSynchronize");
     }
 
     void fill(int device, void* destination, unsigned char byte, std::size_t bytes) const override {

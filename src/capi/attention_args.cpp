@@ -37,6 +37,17 @@ AttentionArgs to_attention_args(const fajit_attention_args* args) {
     converted.scale = args->scale;
     converted.causal = static_cast<CausalMode>(args->causal);
     converted.device = args->device;
+    converted.kv_layout = static_cast<KvLayout>(args->kv_layout);
+    SequenceBatch& sequences = converted.sequences;
+    sequences.cu_seqlens_q = args->cu_seqlens_q;
+    sequences.cu_seqlens_k = args->cu_seqlens_k;
+    sequences.block_table = args->block_table;
+    sequences.kv_lens = args->kv_lens;
+    sequences.total_q = args->total_q;
+    sequences.total_k = args->total_k;
+    sequences.max_pages_per_seq = args->max_pages_per_seq;
+    sequences.num_pages = args->num_pages;
+    sequences.page_size = args->page_size;
     return converted;
 }
 

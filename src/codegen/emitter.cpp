@@ -19,6 +19,18 @@ std::string_view element_type(DType dtype) {
     return "";
 }
 
+std::string_view kv_layout_constant(KvLayout layout) {
+    switch (layout) {
+        case KvLayout::dense:
+            return "FA_KV_DENSE";
+        case KvLayout::ragged:
+            return "FA_KV_RAGGED";
+        case KvLayout::paged:
+            return "FA_KV_PAGED";
+    }
+    return "";
+}
+
 std::string_view causal_constant(CausalMode causal) {
     switch (causal) {
         case CausalMode::none:
@@ -52,6 +64,8 @@ std::string specialization(const KernelSpec& spec, const SharedLayout& layout) {
     text += "    static constexpr int waves = " + std::to_string(spec.waves) + ";\n";
     text += "    static constexpr float rescale_margin = " + float_literal(spec.rescale_margin) + ";\n";
     text += "    static constexpr int causal = " + std::string(causal_constant(spec.causal)) + ";\n";
+    text += "    static constexpr int kv_layout = " + std::string(kv_layout_constant(spec.kv_layout)) + ";\n";
+    text += "    static constexpr int page_size = " + std::to_string(spec.page_size) + ";\n";
     text += "    static constexpr int shared_bytes = " + std::to_string(layout.shared_bytes) + ";\n";
     for (const LayoutConstant& constant : layout.constants)
         if (!constant.name.empty())

@@ -25,6 +25,8 @@ KernelSpec variant_spec(const FamilyDescriptor& family, const ShapeClass& shape,
     spec.head_dim = shape.head_dim;
     spec.dtype = shape.dtype;
     spec.causal = shape.causal;
+    spec.kv_layout = shape.kv_layout;
+    spec.page_size = shape.page_size;
     spec.rescale_margin = default_rescale_margin;
     const Tile tile = family.choose_tile(shape, arch);
     spec.block_q = tile.block_q;

@@ -43,6 +43,7 @@ struct FamilyDescriptor {
     std::span<const std::string_view> prelude_parts;
     std::span<const DType> dtypes;
     std::span<const int> head_dims;  // ascending
+    std::span<const KvLayout> kv_layouts;
     std::string_view targets;        // the archs compiles_for accepts, for messages
     bool (*compiles_for)(std::string_view arch);
     // The family's own rules (tiles, registers, margin) for a spec whose arch, head dim

@@ -9,6 +9,7 @@ namespace {
 
 constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_nvidia.h", "prelude_sm80.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
+constexpr KvLayout kv_layouts[] = {KvLayout::dense};
 constexpr int head_dims[] = {64, 80, 96, 128, 256};
 
 bool sm80_or_newer(std::string_view arch) { return sm_version(arch) >= 80; }
@@ -69,6 +70,7 @@ extern const FamilyDescriptor mma_sm80_family = {
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
     .head_dims = head_dims,
+    .kv_layouts = kv_layouts,
     .targets = "NVIDIA targets sm_80 or later",
     .compiles_for = sm80_or_newer,
     .check = check,

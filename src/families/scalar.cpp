@@ -11,6 +11,7 @@ namespace {
 
 constexpr std::string_view prelude_parts[] = {"prelude_common.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16, DType::f32};
+constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
 constexpr auto head_dims = [] {
     std::array<int, 31> dims{};
     for (int i = 0; i < 31; ++i) dims[i] = 16 + 8 * i;  // 16..256
@@ -56,6 +57,7 @@ extern const FamilyDescriptor scalar_family = {
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
     .head_dims = head_dims,
+    .kv_layouts = kv_layouts,
     .targets = "every AMD (gfx...) and NVIDIA (sm_...) target",
     .compiles_for = any_target,
     .check = check,

@@ -12,6 +12,7 @@ namespace {
 
 // f32 holds exp(88); the running sum adds up to 2^24 keys (e^16.6) on top of exp(margin).
 constexpr float max_margin_f32_accumulation = 64.0f;
+constexpr int max_page_size = 256;
 
 // "64, 80, 96, 128, 256", or "16..256 in steps of 8" for a long even run.
 std::string describe_head_dims(std::span<const int> dims) {
@@ -31,6 +32,23 @@ std::string describe_dtypes(std::span<const DType> dtypes) {
     for (std::size_t i = 0; i < dtypes.size(); ++i)
         text += std::string(i == 0 ? "" : i + 1 == dtypes.size() ? " and " : ", ") + std::string(to_string(dtypes[i]));
     return text;
+}
+
+std::string sequence_layout_error(const KernelSpec& spec, const FamilyDescriptor& family) {
+    if (std::find(family.kv_layouts.begin(), family.kv_layouts.end(), spec.kv_layout) == family.kv_layouts.end()) {
+        std::string layouts;
+        for (const KvLayout layout : family.kv_layouts)
+            layouts += (layouts.empty() ? "" : ", ") + std::string(to_string(layout));
+        return field_error("kv", std::string(to_string(spec.kv_layout)),
+                           "family " + std::string(family.name) + " supports kv layouts " + layouts);
+    }
+    const bool power_of_two = spec.page_size > 0 && (spec.page_size & (spec.page_size - 1)) == 0;
+    if (spec.kv_layout == KvLayout::paged && (!power_of_two || spec.page_size > max_page_size))
+        return field_error("page", std::to_string(spec.page_size),
+                           "kv=paged needs a page size that is a power of two from 1 to 256");
+    if (spec.kv_layout != KvLayout::paged && spec.page_size != 0)
+        return field_error("page", std::to_string(spec.page_size), "a page size is given only with kv=paged");
+    return {};
 }
 
 std::string shared_memory_error(const KernelSpec& spec, const FamilyDescriptor& family) {
@@ -69,12 +87,14 @@ std::string validate(const KernelSpec& spec) {
     if (std::find(family->dtypes.begin(), family->dtypes.end(), spec.dtype) == family->dtypes.end())
         return field_error("dtype", std::string(to_string(spec.dtype)),
                            "family " + name + " supports " + describe_dtypes(family->dtypes));
+    if (auto error = sequence_layout_error(spec, *family); !error.empty()) return error;
     if (auto error = family->check(spec); !error.empty()) return error;
     return shared_memory_error(spec, *family);
 }
 
 KernelSpec with_family_defaults(KernelSpec spec) {
-    const ShapeClass shape = {spec.head_dim, spec.dtype, spec.causal, QueryLength::large};
+    const ShapeClass shape = {spec.head_dim,      spec.dtype,     spec.causal,
+                              QueryLength::large, spec.kv_layout, spec.page_size};
     return with_tile(spec, family_of(spec).choose_tile(shape, spec.arch));
 }
 

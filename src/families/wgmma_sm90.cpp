@@ -10,6 +10,7 @@ namespace {
 
 constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_nvidia.h", "prelude_sm90.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
+constexpr KvLayout kv_layouts[] = {KvLayout::dense};
 constexpr int head_dims[] = {64, 128, 256};
 constexpr unsigned producer_threads = 128;  // one warpgroup (fa_wgmma_layout::threads)
 
@@ -85,6 +86,7 @@ extern const FamilyDescriptor wgmma_sm90_family = {
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
     .head_dims = head_dims,
+    .kv_layouts = kv_layouts,
     .targets = "the NVIDIA target sm_90a",
     .compiles_for = sm90a,
     .check = check,

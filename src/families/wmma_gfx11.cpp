@@ -9,6 +9,7 @@ namespace {
 
 constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_wmma_tile.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
+constexpr KvLayout kv_layouts[] = {KvLayout::dense};
 constexpr int head_dims[] = {64, 80, 96, 128, 256};
 
 bool gfx11_or_emulated(std::string_view arch) { return is_gfx11(arch) || vendor_of(arch) == Vendor::nvidia; }
@@ -56,6 +57,7 @@ extern const FamilyDescriptor wmma_gfx11_family = {
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
     .head_dims = head_dims,
+    .kv_layouts = kv_layouts,
     .targets = "gfx11 natively and NVIDIA (sm_*) through its emulation",
     .compiles_for = gfx11_or_emulated,
     .check = check,

@@ -60,6 +60,80 @@ std::string check_strides(std::string_view tensor, const Strides& strides, int b
     return {};
 }
 
+bool batched(const AttentionArgs& args) { return args.kv_layout != KvLayout::dense; }
+
+// Element extents of each strided tensor's {batch, head, sequence} dimensions.
+struct Extents {
+    int batch, heads, length;
+};
+Extents query_extents(const AttentionArgs& args) {
+    return batched(args) ? Extents{1, args.heads_q, args.sequences.total_q}
+                         : Extents{args.batch, args.heads_q, args.len_q};
+}
+Extents key_extents(const AttentionArgs& args) {
+    const SequenceBatch& s = args.sequences;
+    switch (args.kv_layout) {
+        case KvLayout::ragged:
+            return {1, args.heads_kv, s.total_k};
+        case KvLayout::paged:
+            return {s.num_pages, args.heads_kv, s.page_size};
+        case KvLayout::dense:
+            break;
+    }
+    return {args.batch, args.heads_kv, args.len_k};
+}
+
+// The SequenceBatch fields a layout uses must be given and the others left unset, so a
+// field filled for another layout is caught rather than silently ignored.
+std::string check_sequences(const AttentionArgs& args) {
+    const SequenceBatch& s = args.sequences;
+    const bool ragged = args.kv_layout == KvLayout::ragged, paged = args.kv_layout == KvLayout::paged;
+    const auto needs = [](bool used, std::string_view name, const void* pointer) -> std::string {
+        if (used && !pointer) return field("sequences." + std::string(name), "null", "required by this kv_layout");
+        if (!used && pointer)
+            return field("sequences." + std::string(name), hex(pointer), "given, but this kv_layout does not use it");
+        if (pointer && reinterpret_cast<std::uintptr_t>(pointer) % alignof(int) != 0)
+            return field("sequences." + std::string(name), hex(pointer), "must be aligned to 4 bytes (int32)");
+        return {};
+    };
+    const std::tuple<bool, std::string_view, const void*> pointers[] = {
+        {ragged || paged, "cu_seqlens_q", s.cu_seqlens_q},
+        {ragged, "cu_seqlens_k", s.cu_seqlens_k},
+        {paged, "block_table", s.block_table},
+        {paged, "kv_lens", s.kv_lens}};
+    for (const auto& [used, name, pointer] : pointers)
+        if (auto error = needs(used, name, pointer); !error.empty()) return error;
+    const std::tuple<bool, std::string_view, int> sizes[] = {{ragged || paged, "total_q", s.total_q},
+                                                             {ragged, "total_k", s.total_k},
+                                                             {paged, "max_pages_per_seq", s.max_pages_per_seq},
+                                                             {paged, "num_pages", s.num_pages},
+                                                             {paged, "page_size", s.page_size}};
+    for (const auto& [used, name, value] : sizes) {
+        if (used && value <= 0)
+            return field("sequences." + std::string(name), std::to_string(value), "must be positive");
+        if (!used && value != 0)
+            return field("sequences." + std::string(name), std::to_string(value),
+                         "given, but this kv_layout does not use it: leave it 0");
+    }
+    if (paged) {
+        if ((s.page_size & (s.page_size - 1)) != 0 || s.page_size > 256)
+            return field("sequences.page_size", std::to_string(s.page_size), "must be a power of two from 1 to 256");
+        if (static_cast<long long>(s.max_pages_per_seq) * s.page_size < args.len_k)
+            return field("len_k", std::to_string(args.len_k),
+                         "more keys than max_pages_per_seq (" + std::to_string(s.max_pages_per_seq) + ") pages of " +
+                             std::to_string(s.page_size) + " hold");
+    }
+    if (ragged || paged) {
+        if (args.len_q > s.total_q)
+            return field("len_q", std::to_string(args.len_q),
+                         "the longest sequence's query rows exceed total_q (" + std::to_string(s.total_q) + ")");
+        if (ragged && args.len_k > s.total_k)
+            return field("len_k", std::to_string(args.len_k),
+                         "the longest sequence's keys exceed total_k (" + std::to_string(s.total_k) + ")");
+    }
+    return {};
+}
+
 std::string check_lse(const AttentionArgs& args) {
     const LseShape& shape = args.lse_shape;
     const auto given = [&] {
@@ -73,6 +147,13 @@ std::string check_lse(const AttentionArgs& args) {
     }
     if (reinterpret_cast<std::uintptr_t>(args.lse) % alignof(float) != 0)
         return field("lse", hex(args.lse), "must be aligned to 4 bytes (f32)");
+    if (batched(args)) {
+        if (shape.batch != 1 || shape.heads != args.heads_q || shape.length != args.sequences.total_q)
+            return field("lse_shape", given(),
+                         "must be {1, heads_q, total_q} = {1," + std::to_string(args.heads_q) + "," +
+                             std::to_string(args.sequences.total_q) + "} (contiguous f32, packed like q)");
+        return {};
+    }
     if (shape.batch != args.batch || shape.heads != args.heads_q || shape.length != args.len_q)
         return field("lse_shape", given(),
                      "must be {batch, heads_q, len_q} = {" + std::to_string(args.batch) + "," +
@@ -108,6 +189,9 @@ std::string check_arguments(const AttentionArgs& args) {
         args.causal != CausalMode::bottom_right)
         return field("causal", std::to_string(static_cast<int>(args.causal)),
                      "expected none, top-left or bottom-right");
+    if (args.kv_layout != KvLayout::dense && args.kv_layout != KvLayout::ragged && args.kv_layout != KvLayout::paged)
+        return field("kv_layout", std::to_string(static_cast<int>(args.kv_layout)), "expected dense, ragged or paged");
+    if (auto error = check_sequences(args); !error.empty()) return error;
     if (!std::isfinite(args.scale)) return field("scale", std::to_string(args.scale), "must be finite");
     if (args.device < 0) return field("device", std::to_string(args.device), "must not be negative");
 
@@ -119,16 +203,18 @@ std::string check_arguments(const AttentionArgs& args) {
                              std::string(to_string(args.dtype)) + " elements");
     if (auto error = check_lse(args); !error.empty()) return error;
 
-    if (auto error = check_strides("q", args.q_strides, args.batch, args.heads_q, args.len_q, args.head_dim, false);
-        !error.empty())
-        return error;
-    if (auto error = check_strides("k", args.k_strides, args.batch, args.heads_kv, args.len_k, args.head_dim, false);
-        !error.empty())
-        return error;
-    if (auto error = check_strides("v", args.v_strides, args.batch, args.heads_kv, args.len_k, args.head_dim, false);
-        !error.empty())
-        return error;
-    return check_strides("o", args.o_strides, args.batch, args.heads_q, args.len_q, args.head_dim, true);
+    const Extents queries = query_extents(args), keys = key_extents(args);
+    const std::tuple<std::string_view, const Strides&, const Extents&, bool> tensors[] = {
+        {"q", args.q_strides, queries, false},
+        {"k", args.k_strides, keys, false},
+        {"v", args.v_strides, keys, false},
+        {"o", args.o_strides, queries, true}};
+    for (const auto& [name, strides, extents, written] : tensors)
+        if (auto error =
+                check_strides(name, strides, extents.batch, extents.heads, extents.length, args.head_dim, written);
+            !error.empty())
+            return error;
+    return {};
 }
 
 }  // namespace fajit

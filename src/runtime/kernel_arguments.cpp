@@ -2,7 +2,7 @@
 
 namespace fajit {
 
-KernelArguments make_kernel_arguments(const AttentionArgs& args) {
+KernelArguments make_kernel_arguments(const AttentionArgs& args, const SplitWorkspace& split) {
     const auto strides = [](const Strides& s, std::int64_t(&out)[3]) {
         out[0] = s.batch;
         out[1] = s.head;
@@ -25,6 +25,27 @@ KernelArguments make_kernel_arguments(const AttentionArgs& args) {
     kernel.len_q = args.len_q;
     kernel.len_k = args.len_k;
     kernel.scale = args.scale;
+    const SequenceBatch& sequences = args.sequences;
+    if (args.kv_layout != KvLayout::dense) {
+        // Packed q and o: the sequence's first row comes from cu_seqlens_q, not a batch stride.
+        kernel.q_stride[0] = kernel.o_stride[0] = 0;
+        kernel.cu_seqlens_q = sequences.cu_seqlens_q;
+        kernel.total_q = sequences.total_q;
+    }
+    if (args.kv_layout == KvLayout::ragged) {
+        kernel.k_stride[0] = kernel.v_stride[0] = 0;
+        kernel.cu_seqlens_k = sequences.cu_seqlens_k;
+    }
+    if (args.kv_layout == KvLayout::paged) {
+        kernel.block_table = sequences.block_table;
+        kernel.kv_lens = sequences.kv_lens;
+        kernel.max_pages_per_seq = sequences.max_pages_per_seq;
+        kernel.num_pages = sequences.num_pages;
+    }
+    kernel.split_partials = split.partials;
+    kernel.split_arrivals = split.arrivals;
+    kernel.num_splits = split.num_splits;
+    kernel.keys_per_split = split.keys_per_split;
     return kernel;
 }
 

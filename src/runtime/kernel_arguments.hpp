@@ -26,9 +26,31 @@ struct KernelArguments {
     int len_q;
     int len_k;
     float scale;
+    // The batched layouts (AttentionArgs::sequences); null and 0 for dense calls.
+    const int* cu_seqlens_q;
+    const int* cu_seqlens_k;
+    const int* block_table;
+    const int* kv_lens;
+    // Split-KV decode: per split, each row's unnormalized partial output and its frame and
+    // sum, and one arrival counter per (sequence, KV head) that the last split resets.
+    float* split_partials;
+    unsigned int* split_arrivals;
+    int total_q;
+    int max_pages_per_seq;
+    int num_pages;
+    int num_splits;      // 1 when the key range is not split
+    int keys_per_split;  // a multiple of the spec's block_k
 };
-static_assert(sizeof(KernelArguments) == 168, "KernelArguments layout changed: update fa_params in prelude.h too");
+static_assert(sizeof(KernelArguments) == 240, "KernelArguments layout changed: update fa_params in prelude.h too");
 
-KernelArguments make_kernel_arguments(const AttentionArgs&);
+// The split-KV workspace of a launch; empty for kernels that do not split.
+struct SplitWorkspace {
+    float* partials = nullptr;
+    unsigned int* arrivals = nullptr;
+    int num_splits = 1;
+    int keys_per_split = 0;
+};
+
+KernelArguments make_kernel_arguments(const AttentionArgs&, const SplitWorkspace& = {});
 
 }  // namespace fajit

@@ -13,7 +13,7 @@ namespace {
 constexpr std::string_view setting_names[] = {"FAJIT_CACHE_DIR",    "FAJIT_CACHE_MAX_SIZE",    "FAJIT_CACHE_DISABLE",
                                               "FAJIT_TEMPLATE_DIR", "FAJIT_LOG_LEVEL",         "FAJIT_DEBUG_COUNTERS",
                                               "FAJIT_FAMILY",       "FAJIT_FORCE_FALLBACK",    "FAJIT_TILE",
-                                              "FAJIT_STRICT",       "FAJIT_MAX_LOADED_KERNELS"};
+                                              "FAJIT_STRICT",       "FAJIT_MAX_LOADED_KERNELS", "FAJIT_CHECK_INDICES"};
 
 using Overrides = std::map<std::string, std::string, std::less<>>;
 
@@ -148,6 +148,8 @@ Options Options::from_environment(const Overrides& overrides) {
         options.tile = *pin;
     }
     if (auto strict = environment("FAJIT_STRICT")) options.strict = parse_flag("FAJIT_STRICT", *strict);
+    if (auto check = environment("FAJIT_CHECK_INDICES"))
+        options.check_indices = parse_flag("FAJIT_CHECK_INDICES", *check);
     return options;
 }
 

@@ -15,6 +15,7 @@
 #include "runtime/kernel_arguments.hpp"
 #include "runtime/kernel_provider.hpp"
 #include "runtime/lru_map.hpp"
+#include "runtime/sequence_index_checks.hpp"
 #include "spec/shape_class.hpp"
 
 namespace fajit {
@@ -92,6 +93,18 @@ struct Runtime::State {
         for (const auto& backend : backends)
             if (backend->targets(arch)) return backend->compiler_identity();
         return {};
+    }
+
+    // FAJIT_CHECK_INDICES: a batched call's indices, read back and checked before it runs.
+    void check_indices(const AttentionArgs& args, void* stream) {
+        if (!options.check_indices || args.kv_layout == KvLayout::dense) return;
+        const Backend* backend;
+        {
+            std::lock_guard lock(mutex);
+            backend = running_backend().backend;
+        }
+        if (auto error = check_sequence_indices(args, *backend, stream); !error.empty())
+            throw std::invalid_argument(error);
     }
 
     void say_once(spdlog::level::level_enum level, const std::string& message) {
@@ -242,6 +255,7 @@ KernelSpec Runtime::select(const AttentionArgs& args) {
 
 void Runtime::attention(const AttentionArgs& args, void* stream) {
     if (auto error = check_arguments(args); !error.empty()) throw std::invalid_argument(error);
+    state_->check_indices(args, stream);
     const ShapeClass shape = classify(args);
     const std::uint64_t key = dispatch_key(args.device, shape);
     {
@@ -264,6 +278,11 @@ void Runtime::run(const KernelSpec& spec, const AttentionArgs& args, void* strea
     if (spec.head_dim != args.head_dim || spec.dtype != args.dtype || spec.causal != args.causal)
         throw std::invalid_argument("spec " + to_string(spec) +
                                     " does not match the arguments' head_dim, dtype or causal");
+    if (spec.kv_layout != args.kv_layout ||
+        (spec.kv_layout == KvLayout::paged && spec.page_size != args.sequences.page_size))
+        throw std::invalid_argument("spec " + to_string(spec) + " does not match the arguments' kv_layout (" +
+                                    std::string(to_string(args.kv_layout)) + ") or page size");
+    state_->check_indices(args, stream);
     // Under the lock, which keeps the kernel loaded until it is launched.
     std::lock_guard lock(state_->mutex);
     const int compute_units = state_->device(args.device).compute_units;

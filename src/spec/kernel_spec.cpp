@@ -29,6 +29,8 @@ constexpr std::pair<DType, std::string_view> dtype_names[] = {
     {DType::f16, "f16"}, {DType::bf16, "bf16"}, {DType::f32, "f32"}};
 constexpr std::pair<CausalMode, std::string_view> causal_names[] = {
     {CausalMode::none, "none"}, {CausalMode::top_left, "top-left"}, {CausalMode::bottom_right, "bottom-right"}};
+constexpr std::pair<KvLayout, std::string_view> kv_layout_names[] = {
+    {KvLayout::dense, "dense"}, {KvLayout::ragged, "ragged"}, {KvLayout::paged, "paged"}};
 
 template <class Number>
 bool read_number(const std::string& text, Number& out) {
@@ -42,6 +44,8 @@ std::string_view to_string(DType value) { return name_of(dtype_names, value); }
 std::string_view to_string(CausalMode value) { return name_of(causal_names, value); }
 std::optional<DType> parse_dtype(std::string_view text) { return lookup(dtype_names, text); }
 std::optional<CausalMode> parse_causal(std::string_view text) { return lookup(causal_names, text); }
+std::string_view to_string(KvLayout value) { return name_of(kv_layout_names, value); }
+std::optional<KvLayout> parse_kv_layout(std::string_view text) { return lookup(kv_layout_names, text); }
 
 std::string format_float(float value) {
     char buffer[32];
@@ -63,6 +67,8 @@ std::string to_string(const KernelSpec& spec) {
     text += ",waves=" + std::to_string(spec.waves);
     text += ",margin=" + format_float(spec.rescale_margin);
     text += ",causal=" + std::string(to_string(spec.causal));
+    if (spec.kv_layout != KvLayout::dense) text += ",kv=" + std::string(to_string(spec.kv_layout));
+    if (spec.kv_layout == KvLayout::paged) text += ",page=" + std::to_string(spec.page_size);
     text += ",arch=" + spec.arch;
     return text;
 }
@@ -85,8 +91,8 @@ SpecFields read_spec_fields(std::string_view text) {
         if (!inserted) return fail(it->first + ": given twice");
     }
     for (const auto& [name, value] : fields) {
-        static constexpr std::string_view known[] = {"family", "d",      "dtype",  "bq",  "bk",
-                                                     "waves",  "margin", "causal", "arch"};
+        static constexpr std::string_view known[] = {"family", "d",      "dtype", "bq",   "bk",  "waves",
+                                                     "margin", "causal", "kv",    "page", "arch"};
         if (std::find(std::begin(known), std::end(known), name) == std::end(known))
             return fail(field_error(name, value, "unknown field"));
     }
@@ -114,6 +120,13 @@ SpecFields read_spec_fields(std::string_view text) {
         if (!causal) return fail(field_error("causal", it->second, "expected none, top-left or bottom-right"));
         spec.causal = *causal;
     }
+    if (auto it = fields.find("kv"); it != fields.end()) {
+        const auto layout = parse_kv_layout(it->second);
+        if (!layout) return fail(field_error("kv", it->second, "expected dense, ragged or paged"));
+        spec.kv_layout = *layout;
+    }
+    if (auto it = fields.find("page"); it != fields.end() && !read_number(it->second, spec.page_size))
+        return fail(field_error("page", it->second, "expected an integer"));
     if (auto it = fields.find("margin"); it != fields.end() && !read_number(it->second, spec.rescale_margin))
         return fail(field_error("margin", it->second, "expected a number"));
     return result;

@@ -19,10 +19,13 @@ struct ShapeClass {
     DType dtype = DType::f16;
     CausalMode causal = CausalMode::none;
     QueryLength query_length = QueryLength::large;
+    KvLayout kv_layout = KvLayout::dense;
+    int page_size = 0;  // paged only
 
     bool operator==(const ShapeClass&) const = default;
 };
 
+// len_q: the longest sequence's query rows.
 QueryLength classify_query_length(int len_q);
 // args must have passed check_arguments.
 ShapeClass classify(const AttentionArgs& args);

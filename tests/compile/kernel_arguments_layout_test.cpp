@@ -37,13 +37,33 @@ struct Field {
           alignof(decltype(KernelArguments::name)))
 
 // Every field of KernelArguments, in declaration order; the first test case proves none is missing.
-const std::vector<Field> host_fields = {
-    FAJIT_HOST_FIELD(q),        FAJIT_HOST_FIELD(k),        FAJIT_HOST_FIELD(v),
-    FAJIT_HOST_FIELD(o),        FAJIT_HOST_FIELD(lse),      FAJIT_HOST_FIELD(debug_counters),
-    FAJIT_HOST_FIELD(q_stride), FAJIT_HOST_FIELD(k_stride), FAJIT_HOST_FIELD(v_stride),
-    FAJIT_HOST_FIELD(o_stride), FAJIT_HOST_FIELD(batch),    FAJIT_HOST_FIELD(heads_q),
-    FAJIT_HOST_FIELD(heads_kv), FAJIT_HOST_FIELD(len_q),    FAJIT_HOST_FIELD(len_k),
-    FAJIT_HOST_FIELD(scale)};
+const std::vector<Field> host_fields = {FAJIT_HOST_FIELD(q),
+                                        FAJIT_HOST_FIELD(k),
+                                        FAJIT_HOST_FIELD(v),
+                                        FAJIT_HOST_FIELD(o),
+                                        FAJIT_HOST_FIELD(lse),
+                                        FAJIT_HOST_FIELD(debug_counters),
+                                        FAJIT_HOST_FIELD(q_stride),
+                                        FAJIT_HOST_FIELD(k_stride),
+                                        FAJIT_HOST_FIELD(v_stride),
+                                        FAJIT_HOST_FIELD(o_stride),
+                                        FAJIT_HOST_FIELD(batch),
+                                        FAJIT_HOST_FIELD(heads_q),
+                                        FAJIT_HOST_FIELD(heads_kv),
+                                        FAJIT_HOST_FIELD(len_q),
+                                        FAJIT_HOST_FIELD(len_k),
+                                        FAJIT_HOST_FIELD(scale),
+                                        FAJIT_HOST_FIELD(cu_seqlens_q),
+                                        FAJIT_HOST_FIELD(cu_seqlens_k),
+                                        FAJIT_HOST_FIELD(block_table),
+                                        FAJIT_HOST_FIELD(kv_lens),
+                                        FAJIT_HOST_FIELD(split_partials),
+                                        FAJIT_HOST_FIELD(split_arrivals),
+                                        FAJIT_HOST_FIELD(total_q),
+                                        FAJIT_HOST_FIELD(max_pages_per_seq),
+                                        FAJIT_HOST_FIELD(num_pages),
+                                        FAJIT_HOST_FIELD(num_splits),
+                                        FAJIT_HOST_FIELD(keys_per_split)};
 
 std::size_t round_up(std::size_t value, std::size_t alignment) {
     return (value + alignment - 1) / alignment * alignment;

@@ -94,7 +94,7 @@ public:
     void upload(int, void* destination, const void* source, std::size_t bytes) const override {
         std::memcpy(destination, source, bytes);
     }
-    void download(int, void* destination, const void* source, std::size_t bytes) const override {
+    void download(int, void* destination, const void* source, std::size_t bytes, void*) const override {
         std::memcpy(destination, source, bytes);
     }
     void fill(int, void* destination, unsigned char byte, std::size_t bytes) const override {
