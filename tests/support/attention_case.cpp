@@ -25,8 +25,6 @@ float round_to(DType dtype, float value) {
     return value;
 }
 
-std::size_t element_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
-
 std::size_t logical_index(int heads, int length, int head_dim, int b, int h, int s, int d) {
     return ((static_cast<std::size_t>(b) * heads + h) * length + s) * head_dim + d;
 }
@@ -62,12 +60,7 @@ std::vector<unsigned char> pack(const CaseShape& shape, const std::vector<float>
                 for (int d = 0; d < shape.head_dim; ++d) {
                     const float value = values[logical_index(heads, length, shape.head_dim, b, h, t, d)];
                     const std::size_t offset = static_cast<std::size_t>(b * s.batch + h * s.head + t * s.sequence + d);
-                    if (shape.dtype == DType::f32)
-                        std::memcpy(&storage[offset * 4], &value, 4);
-                    else {
-                        const std::uint16_t bits = shape.dtype == DType::f16 ? to_f16_bits(value) : to_bf16_bits(value);
-                        std::memcpy(&storage[offset * 2], &bits, 2);
-                    }
+                    store_element(shape.dtype, storage.data(), offset, value);
                 }
     return storage;
 }
@@ -80,15 +73,8 @@ std::vector<double> unpack(const CaseShape& shape, const std::vector<unsigned ch
             for (int t = 0; t < length; ++t)
                 for (int d = 0; d < shape.head_dim; ++d) {
                     const std::size_t offset = static_cast<std::size_t>(b * s.batch + h * s.head + t * s.sequence + d);
-                    float value;
-                    if (shape.dtype == DType::f32)
-                        std::memcpy(&value, &storage[offset * 4], 4);
-                    else {
-                        std::uint16_t bits;
-                        std::memcpy(&bits, &storage[offset * 2], 2);
-                        value = shape.dtype == DType::f16 ? from_f16_bits(bits) : from_bf16_bits(bits);
-                    }
-                    values[logical_index(heads, length, shape.head_dim, b, h, t, d)] = value;
+                    values[logical_index(heads, length, shape.head_dim, b, h, t, d)] =
+                        load_element(shape.dtype, storage.data(), offset);
                 }
     return values;
 }
@@ -107,6 +93,28 @@ double max_abs(const std::vector<float>& values) {
 }
 
 }  // namespace
+
+std::size_t element_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+
+void store_element(DType dtype, unsigned char* storage, std::size_t index, float value) {
+    if (dtype == DType::f32) {
+        std::memcpy(storage + index * 4, &value, 4);
+        return;
+    }
+    const std::uint16_t bits = dtype == DType::f16 ? to_f16_bits(value) : to_bf16_bits(value);
+    std::memcpy(storage + index * 2, &bits, 2);
+}
+
+double load_element(DType dtype, const unsigned char* storage, std::size_t index) {
+    if (dtype == DType::f32) {
+        float value;
+        std::memcpy(&value, storage + index * 4, 4);
+        return value;
+    }
+    std::uint16_t bits;
+    std::memcpy(&bits, storage + index * 2, 2);
+    return dtype == DType::f16 ? from_f16_bits(bits) : from_bf16_bits(bits);
+}
 
 double unit_roundoff(DType dtype) {
     switch (dtype) {

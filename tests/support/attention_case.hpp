@@ -56,6 +56,11 @@ struct DeviceRun {
 // Poisons the outputs, runs spec through runtime and reads everything back.
 DeviceRun run_on_device(Runtime&, const KernelSpec&, const CaseShape&, const CaseInputs&, bool count = false);
 
+// Element storage of a dtype: bytes per element, and element `index` written or read.
+std::size_t element_bytes(DType);
+void store_element(DType, unsigned char* storage, std::size_t index, float value);
+double load_element(DType, const unsigned char* storage, std::size_t index);
+
 // Unit roundoff: the largest relative error of rounding to the type.
 double unit_roundoff(DType);
 

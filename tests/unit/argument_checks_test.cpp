@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <tuple>
 
 #include "fajit/attention.hpp"
 
@@ -25,7 +26,89 @@ AttentionArgs valid_args() {
     args.scale = 0.125f;
     return args;
 }
+// Three sequences, packed q and o [total_q 20, 8, 64]; K/V paged [10 pages of 16, 2, 64].
+AttentionArgs valid_paged_args() {
+    alignas(16) static int indices[16];
+    AttentionArgs args = valid_args();
+    args.kv_layout = KvLayout::paged;
+    args.batch = 3;
+    args.q_strides = args.o_strides = {0, 64, 8 * 64};
+    args.k_strides = args.v_strides = {16 * 2 * 64, 64, 2 * 64};
+    args.sequences.cu_seqlens_q = indices;
+    args.sequences.total_q = 20;
+    args.sequences.block_table = indices + 4;
+    args.sequences.kv_lens = indices + 12;
+    args.sequences.max_pages_per_seq = 2;
+    args.sequences.num_pages = 10;
+    args.sequences.page_size = 16;
+    return args;
+}
+
+AttentionArgs valid_ragged_args() {
+    alignas(16) static int offsets[8];
+    AttentionArgs args = valid_paged_args();
+    args.kv_layout = KvLayout::ragged;
+    args.sequences = {};
+    args.sequences.cu_seqlens_q = offsets;
+    args.sequences.total_q = 20;
+    args.sequences.cu_seqlens_k = offsets + 4;
+    args.sequences.total_k = 40;
+    args.k_strides = args.v_strides = {0, 64, 2 * 64};
+    return args;
+}
 }  // namespace
+
+TEST_CASE("valid batched arguments pass") {
+    CHECK(check_arguments(valid_paged_args()) == "");
+    CHECK(check_arguments(valid_ragged_args()) == "");
+}
+
+TEST_CASE("each malformed batched argument is named with its value") {
+    using Mutation = std::function<void(AttentionArgs&)>;
+    const std::tuple<AttentionArgs (*)(), Mutation, const char*> cases[] = {
+        {valid_paged_args, [](AttentionArgs& a) { a.kv_layout = static_cast<KvLayout>(5); }, "kv_layout=5"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.cu_seqlens_q = nullptr; }, "sequences.cu_seqlens_q=null"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.block_table = nullptr; }, "sequences.block_table=null"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.kv_lens = nullptr; }, "sequences.kv_lens=null"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.page_size = 12; }, "sequences.page_size=12"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.page_size = 512; }, "sequences.page_size=512"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.num_pages = 0; }, "sequences.num_pages=0"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.max_pages_per_seq = 1; }, "len_k=32"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.total_q = 0; }, "sequences.total_q=0"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.total_q = 10; }, "len_q=16"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.total_k = 40; }, "sequences.total_k=40"},
+        {valid_paged_args,
+         [](AttentionArgs& a) {
+             a.lse = reinterpret_cast<float*>(16);
+             a.lse_shape = {3, 8, 16};
+         },
+         "lse_shape={3,8,16}"},
+        {valid_paged_args, [](AttentionArgs& a) { a.k_strides.sequence = 8; }, "k_strides.sequence=8"},
+        {valid_ragged_args, [](AttentionArgs& a) { a.sequences.cu_seqlens_k = nullptr; },
+         "sequences.cu_seqlens_k=null"},
+        {valid_ragged_args, [](AttentionArgs& a) { a.sequences.page_size = 16; }, "sequences.page_size=16"},
+        {valid_ragged_args, [](AttentionArgs& a) { a.sequences.total_k = 8; }, "len_k=32"},
+        {valid_ragged_args,
+         [](AttentionArgs& a) {
+             const auto* bytes = reinterpret_cast<const char*>(a.sequences.cu_seqlens_q);
+             a.sequences.cu_seqlens_q = reinterpret_cast<const int*>(bytes + 2);
+         },
+         "sequences.cu_seqlens_q=0x"},
+        {valid_args, [](AttentionArgs& a) { a.sequences.total_q = 4; }, "sequences.total_q=4"},
+        {valid_args,
+         [](AttentionArgs& a) {
+             alignas(4) static int offsets[3];
+             a.sequences.cu_seqlens_q = offsets;
+         },
+         "sequences.cu_seqlens_q=0x"},
+    };
+    for (const auto& [make, mutate, expected] : cases) {
+        AttentionArgs args = make();
+        mutate(args);
+        const std::string error = check_arguments(args);
+        CHECK_MESSAGE(error.find(expected) != std::string::npos, "expected '", expected, "', got '", error, "'");
+    }
+}
 
 TEST_CASE("valid arguments pass") { CHECK(check_arguments(valid_args()) == ""); }
 

@@ -18,6 +18,24 @@ TEST_CASE("canonical spec text round-trips through parse and print") {
     }
 }
 
+TEST_CASE("batched layouts read and print kv and page; dense specs print neither") {
+    for (const char* text :
+         {"family=scalar,d=64,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=none,kv=ragged,arch=sm_90a",
+          "family=scalar,d=64,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=bottom-right,kv=paged,"
+          "page=16,arch=gfx1151"}) {
+        const auto parsed = parse_spec(text);
+        REQUIRE_MESSAGE(parsed.spec, parsed.error);
+        CHECK(to_string(*parsed.spec) == text);
+    }
+    const auto paged = parse_spec("family=scalar,d=64,dtype=f16,kv=paged,page=1,arch=sm_90a");
+    REQUIRE(paged.spec);
+    CHECK(paged.spec->kv_layout == KvLayout::paged);
+    CHECK(paged.spec->page_size == 1);
+    const auto dense = parse_spec("family=scalar,d=64,dtype=f16,kv=dense,arch=sm_90a");
+    REQUIRE(dense.spec);
+    CHECK(to_string(*dense.spec).find("kv=") == std::string::npos);
+}
+
 TEST_CASE("parse accepts any field order and fills tile defaults") {
     const auto parsed = parse_spec("arch=sm_80,dtype=bf16,d=64,family=scalar");
     REQUIRE_MESSAGE(parsed.spec, parsed.error);
@@ -56,6 +74,12 @@ TEST_CASE("invalid specs name the offending field and value") {
         {"family=scalar,d=64,d=64,dtype=f16,arch=gfx1151", "d: given twice"},
         {"family=scalar,dtype=f16,arch=gfx1151", "d: missing"},
         {"family=wmma-gfx11,d=72,dtype=f16,arch=gfx1151", "d=72"},
+        {"family=scalar,d=64,dtype=f16,kv=sparse,arch=gfx1151", "kv=sparse"},
+        {"family=scalar,d=64,dtype=f16,kv=paged,arch=gfx1151", "page=0"},
+        {"family=scalar,d=64,dtype=f16,kv=paged,page=24,arch=gfx1151", "page=24"},
+        {"family=scalar,d=64,dtype=f16,kv=paged,page=512,arch=gfx1151", "page=512"},
+        {"family=scalar,d=64,dtype=f16,kv=ragged,page=16,arch=gfx1151", "page=16"},
+        {"family=scalar,d=64,dtype=f16,page=16,arch=gfx1151", "page=16"},
         {"family=wmma-gfx11,d=64,dtype=f32,arch=gfx1151", "dtype=f32"},
         {"family=wmma-gfx11,d=64,dtype=f16,arch=gfx90a", "arch=gfx90a"},
         {"family=wmma-gfx11,d=64,dtype=f16,margin=20,arch=gfx1151", "margin=20"},

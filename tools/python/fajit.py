@@ -2,9 +2,15 @@
 
     rt = fajit.Runtime("build/src/libfajit.so", FAJIT_FAMILY="wmma-gfx11")
     o = rt.attention(q, k, v, causal="bottom-right")
+    o = rt.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal="bottom-right")
+    o = rt.attention_paged(q, k_cache, v_cache, cu_seqlens_q, block_table, kv_lens, max_seqlen_q, causal="bottom-right")
 
-q is [batch, heads_q, len_q, head_dim] and k, v are [batch, heads_kv, len_k, head_dim], as
-torch.nn.functional.scaled_dot_product_attention takes them; any strides whose last one is 1.
+attention: q is [batch, heads_q, len_q, head_dim] and k, v are [batch, heads_kv, len_k, head_dim],
+as torch.nn.functional.scaled_dot_product_attention takes them; any strides whose last one is 1.
+attention_varlen: FlashAttention's varlen form; q [total_q, heads_q, d], k, v [total_k, heads_kv, d],
+int32 cumulative offsets. attention_paged: q packed as for varlen; k_cache, v_cache [num_pages,
+page_size, heads_kv, d] (heads_first=True: [num_pages, heads_kv, page_size, d]), an int32 block
+table [batch, max_pages_per_seq] and int32 kv_lens [batch]. Causal is per sequence.
 The kernel runs on the current CUDA stream of the tensors' device.
 """
 import ctypes
@@ -15,6 +21,7 @@ import torch
 
 DTYPES = {torch.float16: 0, torch.bfloat16: 1, torch.float32: 2}
 CAUSAL_MODES = {"none": 0, "top-left": 1, "bottom-right": 2}
+KV_DENSE, KV_RAGGED, KV_PAGED = 0, 1, 2
 
 
 class _Strides(ctypes.Structure):
@@ -51,6 +58,16 @@ class _AttentionArgs(ctypes.Structure):
         ("causal", ctypes.c_int32),
         ("scale", ctypes.c_float),
         ("device", ctypes.c_int32),
+        ("kv_layout", ctypes.c_int32),
+        ("cu_seqlens_q", ctypes.c_void_p),
+        ("cu_seqlens_k", ctypes.c_void_p),
+        ("block_table", ctypes.c_void_p),
+        ("kv_lens", ctypes.c_void_p),
+        ("total_q", ctypes.c_int32),
+        ("total_k", ctypes.c_int32),
+        ("max_pages_per_seq", ctypes.c_int32),
+        ("num_pages", ctypes.c_int32),
+        ("page_size", ctypes.c_int32),
     ]
 
 
@@ -139,13 +156,89 @@ class Runtime:
         args.device = q.device.index or 0
         return args
 
+    def _packed_args(self, q, k, v, out, lse, causal, scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k):
+        """Arguments of a batched call: q, out [total_q, heads_q, d]; the caller sets k and v's layout."""
+        if not (q.dtype == k.dtype == v.dtype == out.dtype) or q.dtype not in DTYPES:
+            raise ValueError(f"q, k, v and out must share one of {list(DTYPES)}; got {q.dtype}, {k.dtype}, "
+                             f"{v.dtype}, {out.dtype}")
+        if len({t.device for t in (q, k, v, out, cu_seqlens_q)}) != 1 or q.device.type != "cuda":
+            raise ValueError("q, k, v, out and the index tensors must be on one CUDA device")
+        if causal not in CAUSAL_MODES:
+            raise ValueError(f"causal={causal!r}: expected one of {list(CAUSAL_MODES)}")
+        for name, tensor in (("q", q), ("out", out)):
+            if tensor.dim() != 3 or tensor.stride(2) != 1:
+                raise ValueError(f"{name} must be [total_q, heads_q, head_dim] with a contiguous head dimension")
+        if cu_seqlens_q.dtype != torch.int32 or not cu_seqlens_q.is_contiguous():
+            raise ValueError("cu_seqlens_q must be a contiguous int32 tensor [batch + 1]")
+        total_q, heads_q, head_dim = q.shape
+        args = _AttentionArgs()
+        args.struct_size = ctypes.sizeof(_AttentionArgs)
+        args.dtype = DTYPES[q.dtype]
+        args.q, args.o = q.data_ptr(), out.data_ptr()
+        args.q_strides = _Strides(0, q.stride(1), q.stride(0))
+        args.o_strides = _Strides(0, out.stride(1), out.stride(0))
+        if lse is not None:
+            if lse.dtype != torch.float32 or not lse.is_contiguous() or lse.dim() != 2:
+                raise ValueError("lse must be a contiguous float32 tensor [heads_q, total_q]")
+            args.lse = lse.data_ptr()
+            args.lse_batch, args.lse_heads, args.lse_length = 1, lse.shape[0], lse.shape[1]
+        args.batch = cu_seqlens_q.numel() - 1
+        args.heads_q, args.head_dim = heads_q, head_dim
+        args.len_q, args.len_k = max_seqlen_q, max_seqlen_k
+        args.cu_seqlens_q, args.total_q = cu_seqlens_q.data_ptr(), total_q
+        args.causal = CAUSAL_MODES[causal]
+        args.scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+        args.device = q.device.index or 0
+        return args
+
+    def attention_varlen(self, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal="none",
+                         scale=None, out=None, lse=None):
+        """q [total_q, heads_q, d]; k, v [total_k, heads_kv, d]; int32 cumulative offsets [batch + 1]."""
+        out = torch.empty_like(q) if out is None else out
+        args = self._packed_args(q, k, v, out, lse, causal, scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k)
+        if cu_seqlens_k.dtype != torch.int32 or not cu_seqlens_k.is_contiguous():
+            raise ValueError("cu_seqlens_k must be a contiguous int32 tensor [batch + 1]")
+        args.kv_layout = KV_RAGGED
+        args.k, args.v = k.data_ptr(), v.data_ptr()
+        args.heads_kv = k.shape[1]
+        args.k_strides = _Strides(0, k.stride(1), k.stride(0))
+        args.v_strides = _Strides(0, v.stride(1), v.stride(0))
+        args.cu_seqlens_k = cu_seqlens_k.data_ptr()
+        args.total_k = k.shape[0]
+        self._launch(args, q)
+        return out
+
+    def attention_paged(self, q, k_cache, v_cache, cu_seqlens_q, block_table, kv_lens, max_seqlen_q, causal="none",
+                        scale=None, out=None, lse=None, heads_first=False, max_seqlen_k=None):
+        """q [total_q, heads_q, d]; caches [pages, page_size, heads_kv, d] (heads_first: heads before slots)."""
+        out = torch.empty_like(q) if out is None else out
+        slot, head = (2, 1) if heads_first else (1, 2)
+        page_size = k_cache.shape[slot]
+        max_pages = block_table.shape[1]
+        args = self._packed_args(q, k_cache, v_cache, out, lse, causal, scale, cu_seqlens_q, max_seqlen_q,
+                                 max_seqlen_k or max_pages * page_size)
+        for name, tensor in (("block_table", block_table), ("kv_lens", kv_lens)):
+            if tensor.dtype != torch.int32 or not tensor.is_contiguous():
+                raise ValueError(f"{name} must be a contiguous int32 tensor")
+        args.kv_layout = KV_PAGED
+        args.k, args.v = k_cache.data_ptr(), v_cache.data_ptr()
+        args.heads_kv = k_cache.shape[head]
+        args.k_strides = _Strides(k_cache.stride(0), k_cache.stride(head), k_cache.stride(slot))
+        args.v_strides = _Strides(v_cache.stride(0), v_cache.stride(head), v_cache.stride(slot))
+        args.block_table, args.kv_lens = block_table.data_ptr(), kv_lens.data_ptr()
+        args.max_pages_per_seq, args.num_pages, args.page_size = max_pages, k_cache.shape[0], page_size
+        self._launch(args, q)
+        return out
+
+    def _launch(self, args, q):
+        stream = torch.cuda.current_stream(q.device).cuda_stream
+        self._check(self._lib.fajit_attention(self._handle, ctypes.byref(args), ctypes.c_void_p(stream)))
+
     def attention(self, q, k, v, causal="none", scale=None, out=None, lse=None):
         """Returns out (allocated like q when not given); lse, when given, is filled too."""
         if out is None:
             out = torch.empty_like(q)
-        args = self._args(q, k, v, out, lse, causal, scale)
-        stream = torch.cuda.current_stream(q.device).cuda_stream
-        self._check(self._lib.fajit_attention(self._handle, ctypes.byref(args), ctypes.c_void_p(stream)))
+        self._launch(self._args(q, k, v, out, lse, causal, scale), q)
         return out
 
     def selected_variant(self, q, k, v, causal="none", scale=None):
