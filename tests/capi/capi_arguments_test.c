@@ -93,6 +93,34 @@ MUTATION(o_rows_written_twice, a->o_strides.sequence = 0)
 MUTATION(o_heads_written_twice, a->o_strides.head = 0)
 MUTATION(v_strides_overflow, a->v_strides.batch = INT64_MAX - 10)
 MUTATION(q_strides_overflow, a->q_strides.sequence = INT64_MAX / 8)
+/* A paged call whose fields are all consistent, then one field broken at a time. */
+static void make_paged(fajit_attention_args* a) {
+    a->kv_layout = FAJIT_KV_PAGED;
+    a->q_strides = a->o_strides = (fajit_strides){0, 64, 8 * 64};
+    a->k_strides = a->v_strides = (fajit_strides){16 * 2 * 64, 64, 2 * 64};
+    a->cu_seqlens_q = (const int32_t*)(uintptr_t)0x600000;
+    a->block_table = (const int32_t*)(uintptr_t)0x700000;
+    a->kv_lens = (const int32_t*)(uintptr_t)0x800000;
+    a->total_q = 32;
+    a->max_pages_per_seq = 4;
+    a->num_pages = 64;
+    a->page_size = 16;
+    a->lse_batch = 1;
+    a->lse_length = 32;
+}
+MUTATION(kv_layout_unknown, a->kv_layout = 7)
+MUTATION(paged_without_cu_seqlens_q, make_paged(a); a->cu_seqlens_q = NULL)
+MUTATION(paged_without_block_table, make_paged(a); a->block_table = NULL)
+MUTATION(paged_without_kv_lens, make_paged(a); a->kv_lens = NULL)
+MUTATION(paged_page_size_not_power_of_two, make_paged(a); a->page_size = 48)
+MUTATION(paged_zero_pages, make_paged(a); a->num_pages = 0)
+MUTATION(paged_too_few_pages_per_seq, make_paged(a); a->max_pages_per_seq = 1)
+MUTATION(paged_misaligned_block_table, make_paged(a); a->block_table = (const int32_t*)(uintptr_t)0x700002)
+MUTATION(paged_with_cu_seqlens_k, make_paged(a); a->cu_seqlens_k = (const int32_t*)(uintptr_t)0x900000)
+MUTATION(ragged_without_cu_seqlens_k, make_paged(a); a->kv_layout = FAJIT_KV_RAGGED; a->block_table = NULL;
+         a->kv_lens = NULL; a->max_pages_per_seq = a->num_pages = a->page_size = 0)
+MUTATION(dense_with_block_table, a->block_table = (const int32_t*)(uintptr_t)0x700000)
+MUTATION(dense_with_total_q, a->total_q = 16)
 MUTATION(struct_size_zero, a->struct_size = 0)
 MUTATION(struct_size_older, a->struct_size = sizeof(fajit_attention_args) - 8)
 
@@ -140,6 +168,18 @@ static const struct malformed_case cases[] = {
     {"o heads written twice", o_heads_written_twice, "o_strides.head=0"},
     {"v offsets overflow", v_strides_overflow, "v_strides={"},
     {"q offsets overflow", q_strides_overflow, "q_strides={"},
+    {"unknown kv layout", kv_layout_unknown, "kv_layout=7"},
+    {"paged without cu_seqlens_q", paged_without_cu_seqlens_q, "sequences.cu_seqlens_q=null"},
+    {"paged without a block table", paged_without_block_table, "sequences.block_table=null"},
+    {"paged without kv_lens", paged_without_kv_lens, "sequences.kv_lens=null"},
+    {"page size not a power of two", paged_page_size_not_power_of_two, "sequences.page_size=48"},
+    {"paged cache of no pages", paged_zero_pages, "sequences.num_pages=0"},
+    {"pages per sequence too few for len_k", paged_too_few_pages_per_seq, "len_k=32: more keys than"},
+    {"misaligned block table", paged_misaligned_block_table, "sequences.block_table=0x700002"},
+    {"paged with ragged key offsets", paged_with_cu_seqlens_k, "sequences.cu_seqlens_k=0x900000: given"},
+    {"ragged without key offsets", ragged_without_cu_seqlens_k, "sequences.cu_seqlens_k=null"},
+    {"dense with a block table", dense_with_block_table, "sequences.block_table=0x700000: given"},
+    {"dense with total_q", dense_with_total_q, "sequences.total_q=16: given"},
     {"struct_size zero", struct_size_zero, "struct_size=0"},
     {"struct_size of an older header", struct_size_older, "struct_size="},
 };
