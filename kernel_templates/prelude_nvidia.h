@@ -57,7 +57,37 @@ FAJIT_DEVICE void fa_nv_copy_chunk(unsigned int target, const T* source, bool va
     }
 }
 
-// Whether a tensor can be copied in 16-byte chunks: base and every stride aligned.
+// How a staging loop finds its rows: one stride apart, stepped from the first row with
+// no work per row (Q, and K or V blocks within one page), or, for a K or V block that
+// spans pages, through a callable giving row r's element offset (fa_key_offset).
+struct fa_nv_stepped_rows {};
+
+// Hands a staging loop the rows of a block of keys from key0 of `count` K or V tensors
+// (start: fa_key_rows_start of each; stride: its k_stride or v_stride): calls
+// copy(first, row_stride, rows_at) with the block's first rows and fa_nv_stepped_rows
+// when the block lies within one page, and with the tensors and a lookup of each row
+// (fa_key_offset) when it may span pages.
+template <class Spec, int rows, int count, class T, class Copy>
+FAJIT_DEVICE void fa_nv_key_block(const fa_params& p, const fa_sequence& s, int kv_head, int key0,
+                                  const T* const (&start)[count], const long long* const (&stride)[count],
+                                  const Copy& copy) {
+    long long row_stride[count];
+#pragma unroll
+    for (int c = 0; c < count; ++c) row_stride[c] = stride[c][2];
+    if constexpr (fa_keys_span_pages<Spec, rows>::value) {
+        copy(start, row_stride,
+             [&](int c, int row) { return fa_key_offset<Spec>(p, stride[c], s, kv_head, key0 + row); });
+    } else {
+        const T* first[count];
+#pragma unroll
+        for (int c = 0; c < count; ++c) first[c] = fa_key_row<Spec>(p, start[c], stride[c], s, kv_head, key0);
+        copy(first, row_stride, fa_nv_stepped_rows{});
+    }
+}
+
+// Whether a tensor can be copied in 16-byte chunks: base and every stride aligned. That
+// covers every row of every layout: a paged row is the base plus page, head and slot
+// strides, a ragged one the base plus head and token strides.
 FAJIT_DEVICE bool fa_nv_aligned16(const void* pointer, const long long (&stride)[3]) {
     return (reinterpret_cast<unsigned long long>(pointer) % 16 == 0) && stride[0] % 8 == 0 && stride[1] % 8 == 0 &&
            stride[2] % 8 == 0;
@@ -114,14 +144,16 @@ FAJIT_DEVICE float fa_m16n8_scores(float (&s)[4 * key_tiles], float scale_log2, 
 
 // The deferred rescale (DESIGN section 7) for the lane's two rows, the first being
 // `row`: a frame moves only when the step's maximum passes it by more than the margin.
-// Returns whether either row moved; `correction` is what O must be scaled by.
-FAJIT_DEVICE bool fa_m16n8_move_frames(const fa_params& p, int row, float margin_log2, const float (&row_max)[2],
-                                       float (&frame)[2], float (&sum)[2], float (&correction)[2]) {
+// Returns whether either row moved; `correction` is what O must be scaled by. Rows at
+// or past the sequence's len_q do not report.
+FAJIT_DEVICE bool fa_m16n8_move_frames(const fa_params& p, int len_q, int row, float margin_log2,
+                                       const float (&row_max)[2], float (&frame)[2], float (&sum)[2],
+                                       float (&correction)[2]) {
     const bool reporter = threadIdx.x % 4 == 0;  // one lane of a row's quad
     bool moved = false;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        const bool reports = reporter && row + 8 * h < p.len_q;
+        const bool reports = reporter && row + 8 * h < len_q;
         if (fa_rescale_frame(p, row_max[h], margin_log2, frame[h], correction[h], reports)) {
             sum[h] *= correction[h];
             moved = true;
@@ -158,12 +190,14 @@ FAJIT_DEVICE void fa_m16n8_pack(const float (&p)[4 * key_tiles], unsigned int (&
     }
 }
 
-// Normalizes and stores the lane's two rows of O (first row `row`), and their LSE.
-template <class T, int dim_tiles>
-FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, int batch, int head, int row, const float (&out)[4 * dim_tiles],
-                                 const float (&frame)[2], const float (&sum)[2]) {
+// Normalizes and stores the lane's two rows of O (first row `row` of the sequence), and
+// their LSE; rows at or past the sequence's len_q are not stored.
+template <class Spec, int dim_tiles>
+FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, const fa_sequence& sequence, int head, int row,
+                                 const float (&out)[4 * dim_tiles], const float (&frame)[2], const float (&sum)[2]) {
+    using T = typename Spec::element;
     const int t = static_cast<int>(threadIdx.x) % 4;
-    T* o = static_cast<T*>(p.o) + batch * p.o_stride[0] + head * p.o_stride[1];
+    T* o = static_cast<T*>(p.o) + fa_row_offset(p.o_stride, sequence, head, 0);
     const bool aligned = fa_nv_aligned16(p.o, p.o_stride);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -171,7 +205,7 @@ FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, int batch, int head, int ro
         total += fa_shuffle_xor(total, 1);
         total += fa_shuffle_xor(total, 2);
         const int r = row + 8 * h;
-        if (r >= p.len_q) continue;
+        if (r >= sequence.len_q) continue;
         const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
         T* out_row = o + r * p.o_stride[2] + 2 * t;
 #pragma unroll
@@ -186,7 +220,7 @@ FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, int batch, int head, int ro
             }
         }
         if (p.lse && t == 0)
-            p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.len_q + r] =
+            p.lse[fa_lse_index<Spec>(p, sequence, head, r)] =
                 total > 0.0f ? (frame[h] + fa_log2(total)) * FAJIT_LN2 : fa_neg_inf();
     }
 }
