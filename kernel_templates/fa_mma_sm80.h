@@ -64,18 +64,16 @@ struct fa_mma_layout {
     }
 };
 
-// Copies `rows` rows of head_dim elements from each of `count` tensors (rows past
-// `valid_rows` as zeros) into shared tiles `tile[i]`. Each thread owns one 16-byte
+// Copies `rows` rows of head_dim elements from each of `count` tensors (`source`, an
+// fa_nv_strided_rows or fa_nv_key_block; rows past `valid_rows` as zeros) into shared
+// tiles `tile[i]`. Each thread owns one 16-byte
 // column of the rows and walks down them with stepped addresses, a few instructions
 // per copy; the loop stays rolled, since it runs while the O accumulator holds half
 // the registers and unrolled its hoisted addresses pushed the kernel into spilling.
-// With `rows_at` other than fa_nv_stepped_rows, row r of tensor c is first[c] plus
-// rows_at(c, r) instead, looked up only for valid rows.
-template <class Spec, int rows, int count, class RowOffsets = fa_nv_stepped_rows>
-FAJIT_DEVICE void fa_mma_load_rows(const unsigned int (&tile)[count],
-                                   const typename Spec::element* const (&first)[count],
-                                   const long long (&row_stride)[count], int valid_rows, bool aligned,
-                                   const RowOffsets& rows_at = {}) {
+// Rows a block of keys looks up (source.looked_up) are looked up only when valid.
+template <class Spec, int rows, int count, class Rows>
+FAJIT_DEVICE void fa_mma_load_rows(const unsigned int (&tile)[count], const Rows& source, int valid_rows,
+                                   bool aligned) {
     using layout = fa_mma_layout<Spec>;
     constexpr int rows_per_pass = Spec::waves * 32 / layout::chunks;  // leftover threads idle
     const int my_row = static_cast<int>(threadIdx.x) / layout::chunks;
@@ -84,17 +82,17 @@ FAJIT_DEVICE void fa_mma_load_rows(const unsigned int (&tile)[count],
     const unsigned int offset = layout::offset(my_row, chunk);
     long long element_offset[count];
 #pragma unroll
-    for (int c = 0; c < count; ++c) element_offset[c] = my_row * row_stride[c] + chunk * 8;
+    for (int c = 0; c < count; ++c) element_offset[c] = my_row * source.row_stride[c] + chunk * 8;
 #pragma unroll 1
     for (int row = my_row, pass = 0; row < rows; row += rows_per_pass, ++pass) {
         const bool valid = row < valid_rows;
 #pragma unroll
         for (int c = 0; c < count; ++c) {
             long long at = valid ? element_offset[c] : 0;
-            if constexpr (!fa_same_type<RowOffsets, fa_nv_stepped_rows>::value)
-                at = valid ? rows_at(c, row) + chunk * 8 : 0;
-            fa_nv_copy_chunk(tile[c] + offset + pass * layout::offset(rows_per_pass, 0), first[c] + at, valid, aligned);
-            element_offset[c] += rows_per_pass * row_stride[c];
+            if constexpr (Rows::looked_up) at = valid ? source.offset(c, row) + chunk * 8 : 0;
+            fa_nv_copy_chunk(tile[c] + offset + pass * layout::offset(rows_per_pass, 0), source.first[c] + at, valid,
+                             aligned);
+            element_offset[c] += rows_per_pass * source.row_stride[c];
         }
     }
 }
@@ -153,14 +151,13 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     const auto load_step = [&](int step) {
         const int key0 = step * block_k;
         const int stage = step % stages;
-        fa_nv_key_block<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride},
-                                          [&](const auto& first, const auto& row_stride, const auto& rows_at) {
-                                              fa_mma_load_rows<Spec, block_k, 2>({k_tile(stage), v_tile(stage)}, first,
-                                                                                 row_stride, len_k - key0, aligned,
-                                                                                 rows_at);
-                                          });
+        fa_mma_load_rows<Spec, block_k, 2>(
+            {k_tile(stage), v_tile(stage)},
+            fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride}),
+            len_k - key0, aligned);
     };
-    fa_mma_load_rows<Spec, block_q, 1>({q_tile}, {q + row0 * p.q_stride[2]}, {p.q_stride[2]}, rows_here, aligned);
+    fa_mma_load_rows<Spec, block_q, 1>(
+        {q_tile}, fa_nv_strided_rows<element, 1>{{q + row0 * p.q_stride[2]}, {p.q_stride[2]}}, rows_here, aligned);
     // One commit group per step (empty past the end) so wait_group counts steps.
 #pragma unroll
     for (int step = 0; step < stages - 1; ++step) {

@@ -86,12 +86,11 @@ struct fa_wgmma_layout {
 // unrolled loop walks one offset per tensor, the shared offsets being constants.
 // Testing both per copy left the consumers waiting for full stages: D=128 f16 causal
 // ran 384 / 502 / 489 TFLOP/s at Lk 2K / 8K / 16K against 432 / 577 / 574 (H200).
-// With `rows_at` other than fa_nv_stepped_rows, row r of tensor c is first[c] plus
-// rows_at(c, r) instead, looked up only for valid rows.
-template <class Spec, int rows, int count, bool aligned, bool all_valid, class RowOffsets>
-FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[count],
-                                     const typename Spec::element* const (&first)[count],
-                                     const long long (&row_stride)[count], int valid_rows, const RowOffsets& rows_at) {
+// `source` is an fa_nv_strided_rows or fa_nv_key_block; rows a block of keys looks up
+// (source.looked_up) are looked up only when valid.
+template <class Spec, int rows, int count, bool aligned, bool all_valid, class Rows>
+FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[count], const Rows& source,
+                                     int valid_rows) {
     using layout = fa_wgmma_layout<Spec>;
     constexpr int chunks = Spec::head_dim / 8;
     constexpr int rows_per_pass = 128 / chunks;
@@ -99,7 +98,7 @@ FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[coun
     const int chunk = thread % chunks;
     long long element_offset[count];
 #pragma unroll
-    for (int c = 0; c < count; ++c) element_offset[c] = first_row * row_stride[c] + chunk * 8;
+    for (int c = 0; c < count; ++c) element_offset[c] = first_row * source.row_stride[c] + chunk * 8;
     // Unrolled further only where no row is tested; fully, it spills the producer.
     constexpr int unrolled = aligned && all_valid ? 8 : 2;
 #pragma unroll unrolled
@@ -110,25 +109,22 @@ FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[coun
 #pragma unroll
         for (int c = 0; c < count; ++c) {
             long long at = valid ? element_offset[c] : 0;
-            if constexpr (!fa_same_type<RowOffsets, fa_nv_stepped_rows>::value)
-                at = valid ? rows_at(c, row) + chunk * 8 : 0;
-            fa_nv_copy_chunk(tile[c] + offset, first[c] + at, valid, aligned);
-            element_offset[c] += rows_per_pass * row_stride[c];
+            if constexpr (Rows::looked_up) at = valid ? source.offset(c, row) + chunk * 8 : 0;
+            fa_nv_copy_chunk(tile[c] + offset, source.first[c] + at, valid, aligned);
+            element_offset[c] += rows_per_pass * source.row_stride[c];
         }
     }
 }
 
-template <class Spec, int rows, int count, class RowOffsets = fa_nv_stepped_rows>
-FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[count],
-                                     const typename Spec::element* const (&first)[count],
-                                     const long long (&row_stride)[count], int valid_rows, bool aligned,
-                                     const RowOffsets& rows_at = {}) {
+template <class Spec, int rows, int count, class Rows>
+FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[count], const Rows& source, int valid_rows,
+                                     bool aligned) {
     if (!aligned)
-        fa_wgmma_copy_rows<Spec, rows, count, false, false>(thread, tile, first, row_stride, valid_rows, rows_at);
+        fa_wgmma_copy_rows<Spec, rows, count, false, false>(thread, tile, source, valid_rows);
     else if (valid_rows >= rows)
-        fa_wgmma_copy_rows<Spec, rows, count, true, true>(thread, tile, first, row_stride, valid_rows, rows_at);
+        fa_wgmma_copy_rows<Spec, rows, count, true, true>(thread, tile, source, valid_rows);
     else
-        fa_wgmma_copy_rows<Spec, rows, count, true, false>(thread, tile, first, row_stride, valid_rows, rows_at);
+        fa_wgmma_copy_rows<Spec, rows, count, true, false>(thread, tile, source, valid_rows);
 }
 
 // A block's n-th query tile: tile t counts query tiles from the last one, all heads and
@@ -262,8 +258,8 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             const element* v = fa_key_rows_start<Spec, element>(p, p.v, p.v_stride, sequence, kv_head);
             if (q_fills > 0) fa_sm90_mbarrier_wait(q_empty, (q_fills - 1) % 2);
             ++q_fills;
-            fa_wgmma_load_rows<Spec, block_q, 1>(thread, {q_tile}, {q}, {p.q_stride[2]}, sequence.len_q - tile.row0,
-                                                 aligned);
+            fa_wgmma_load_rows<Spec, block_q, 1>(thread, {q_tile}, fa_nv_strided_rows<element, 1>{{q}, {p.q_stride[2]}},
+                                                 sequence.len_q - tile.row0, aligned);
 #pragma unroll 1
             for (int step = 0; step < steps; ++step, ++fill) {
                 const int key0 = step * block_k;
@@ -273,25 +269,22 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
                 // 400 TFLOP/s against 337 / 452 / 462 at Lk 2K / 8K / 16K).
                 if constexpr (kv_barriers == 1) {
                     wait_released(keys, fill);
-                    fa_nv_key_block<Spec, block_k, 2>(
-                        p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride},
-                        [&](const auto& first, const auto& row_stride, const auto& rows_at) {
-                            fa_wgmma_load_rows<Spec, block_k, 2>(thread, {k_tile(fill % stages), v_tile(fill % stages)},
-                                                                 first, row_stride, valid_keys, aligned, rows_at);
-                        });
+                    fa_wgmma_load_rows<Spec, block_k, 2>(
+                        thread, {k_tile(fill % stages), v_tile(fill % stages)},
+                        fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v},
+                                                             {p.k_stride, p.v_stride}),
+                        valid_keys, aligned);
                     arrive_loaded(keys, fill);
                 } else {
 #pragma unroll
                     for (int tensor = keys; tensor <= values; ++tensor) {
                         wait_released(tensor, fill);
                         const bool is_k = tensor == keys;
-                        fa_nv_key_block<Spec, block_k, 1>(
-                            p, sequence, kv_head, key0, {is_k ? k : v}, {is_k ? p.k_stride : p.v_stride},
-                            [&](const auto& first, const auto& row_stride, const auto& rows_at) {
-                                fa_wgmma_load_rows<Spec, block_k, 1>(
-                                    thread, {is_k ? k_tile(fill % stages) : v_tile(fill % stages)}, first, row_stride,
-                                    valid_keys, aligned, rows_at);
-                            });
+                        fa_wgmma_load_rows<Spec, block_k, 1>(
+                            thread, {is_k ? k_tile(fill % stages) : v_tile(fill % stages)},
+                            fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {is_k ? k : v},
+                                                                 {is_k ? p.k_stride : p.v_stride}),
+                            valid_keys, aligned);
                         arrive_loaded(tensor, fill);
                     }
                 }

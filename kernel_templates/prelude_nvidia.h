@@ -57,32 +57,50 @@ FAJIT_DEVICE void fa_nv_copy_chunk(unsigned int target, const T* source, bool va
     }
 }
 
-// How a staging loop finds its rows: one stride apart, stepped from the first row with
-// no work per row (Q, and K or V blocks within one page), or, for a K or V block that
-// spans pages, through a callable giving row r's element offset (fa_key_offset).
-struct fa_nv_stepped_rows {};
-
-// Hands a staging loop the rows of a block of keys from key0 of `count` K or V tensors
-// (start: fa_key_rows_start of each; stride: its k_stride or v_stride): calls
-// copy(first, row_stride, rows_at) with the block's first rows and fa_nv_stepped_rows
-// when the block lies within one page, and with the tensors and a lookup of each row
-// (fa_key_offset) when it may span pages.
-template <class Spec, int rows, int count, class T, class Copy>
-FAJIT_DEVICE void fa_nv_key_block(const fa_params& p, const fa_sequence& s, int kv_head, int key0,
-                                  const T* const (&start)[count], const long long* const (&stride)[count],
-                                  const Copy& copy) {
+// The rows a staging loop copies from each of `count` tensors. fa_nv_strided_rows: row
+// r is first[c] + r * row_stride[c], stepped with no work per row (Q, and K or V blocks
+// within one page). fa_nv_key_block: a block of keys; when it may span pages
+// (`looked_up`), first[c] is the tensor and row r is looked up (fa_key_offset).
+template <class T, int count>
+struct fa_nv_strided_rows {
+    static constexpr bool looked_up = false;
+    const T* first[count];
     long long row_stride[count];
-#pragma unroll
-    for (int c = 0; c < count; ++c) row_stride[c] = stride[c][2];
-    if constexpr (fa_keys_span_pages<Spec, rows>::value) {
-        copy(start, row_stride,
-             [&](int c, int row) { return fa_key_offset<Spec>(p, stride[c], s, kv_head, key0 + row); });
-    } else {
-        const T* first[count];
-#pragma unroll
-        for (int c = 0; c < count; ++c) first[c] = fa_key_row<Spec>(p, start[c], stride[c], s, kv_head, key0);
-        copy(first, row_stride, fa_nv_stepped_rows{});
+};
+
+template <class Spec, int rows, int count>
+struct fa_nv_key_block {
+    static constexpr bool looked_up = fa_keys_span_pages<Spec, rows>::value;
+    const typename Spec::element* first[count];
+    long long row_stride[count];
+    const fa_params& p;
+    const fa_sequence& sequence;
+    const long long* stride[count];  // k_stride or v_stride
+    int kv_head, key0;
+
+    FAJIT_DEVICE long long offset(int c, int row) const {
+        return fa_key_offset<Spec>(p, stride[c], sequence, kv_head, key0 + row);
     }
+};
+
+// The block of keys from key0 of `count` K or V tensors (start: fa_key_rows_start of
+// each; stride: its k_stride or v_stride).
+template <class Spec, int rows, int count>
+FAJIT_DEVICE fa_nv_key_block<Spec, rows, count> fa_nv_key_block_of(const fa_params& p, const fa_sequence& sequence,
+                                                                   int kv_head, int key0,
+                                                                   const typename Spec::element* const (&start)[count],
+                                                                   const long long* const (&stride)[count]) {
+    fa_nv_key_block<Spec, rows, count> block = {{}, {}, p, sequence, {}, kv_head, key0};
+#pragma unroll
+    for (int c = 0; c < count; ++c) {
+        if constexpr (block.looked_up)
+            block.first[c] = start[c];
+        else
+            block.first[c] = fa_key_row<Spec>(p, start[c], stride[c], sequence, kv_head, key0);
+        block.row_stride[c] = stride[c][2];
+        block.stride[c] = stride[c];
+    }
+    return block;
 }
 
 // Whether a tensor can be copied in 16-byte chunks: base and every stride aligned. That
