@@ -42,6 +42,12 @@
 // Loads use cp.async when the tensors are 16-byte aligned (base pointers, and strides
 // multiples of 8 elements); otherwise a slower synchronous path copies the same
 // chunks element by element, so any layout the library accepts runs correctly.
+//
+// Batched calls (Spec::kv_layout): blockIdx.z is the sequence, whose own lengths decide
+// the masks and the key steps; the grid covers the longest sequence, so query tiles past
+// a shorter one's end exit at once. K and V blocks step by the row stride from their
+// first key, except paged blocks that span pages (page_size < block_k), whose rows are
+// looked up one by one.
 
 template <class Spec>
 struct fa_mma_layout {
@@ -58,15 +64,16 @@ struct fa_mma_layout {
     }
 };
 
-// Copies `rows` rows of head_dim elements from each of `count` tensors (rows past
-// `valid_rows` as zeros) into shared tiles `tile[i]`. Each thread owns one 16-byte
+// Copies `rows` rows of head_dim elements from each of `count` tensors (`source`, an
+// fa_nv_strided_rows or fa_nv_key_block; rows past `valid_rows` as zeros) into shared
+// tiles `tile[i]`. Each thread owns one 16-byte
 // column of the rows and walks down them with stepped addresses, a few instructions
 // per copy; the loop stays rolled, since it runs while the O accumulator holds half
 // the registers and unrolled its hoisted addresses pushed the kernel into spilling.
-template <class Spec, int rows, int count>
-FAJIT_DEVICE void fa_mma_load_rows(const unsigned int (&tile)[count],
-                                   const typename Spec::element* const (&first)[count],
-                                   const long long (&row_stride)[count], int valid_rows, bool aligned) {
+// Rows a block of keys looks up (source.looked_up) are looked up only when valid.
+template <class Spec, int rows, int count, class Rows>
+FAJIT_DEVICE void fa_mma_load_rows(const unsigned int (&tile)[count], const Rows& source, int valid_rows,
+                                   bool aligned) {
     using layout = fa_mma_layout<Spec>;
     constexpr int rows_per_pass = Spec::waves * 32 / layout::chunks;  // leftover threads idle
     const int my_row = static_cast<int>(threadIdx.x) / layout::chunks;
@@ -75,15 +82,17 @@ FAJIT_DEVICE void fa_mma_load_rows(const unsigned int (&tile)[count],
     const unsigned int offset = layout::offset(my_row, chunk);
     long long element_offset[count];
 #pragma unroll
-    for (int c = 0; c < count; ++c) element_offset[c] = my_row * row_stride[c] + chunk * 8;
+    for (int c = 0; c < count; ++c) element_offset[c] = my_row * source.row_stride[c] + chunk * 8;
 #pragma unroll 1
     for (int row = my_row, pass = 0; row < rows; row += rows_per_pass, ++pass) {
         const bool valid = row < valid_rows;
 #pragma unroll
         for (int c = 0; c < count; ++c) {
-            fa_nv_copy_chunk(tile[c] + offset + pass * layout::offset(rows_per_pass, 0),
-                             first[c] + (valid ? element_offset[c] : 0), valid, aligned);
-            element_offset[c] += rows_per_pass * row_stride[c];
+            long long at = valid ? element_offset[c] : 0;
+            if constexpr (Rows::looked_up) at = valid ? source.offset(c, row) + chunk * 8 : 0;
+            fa_nv_copy_chunk(tile[c] + offset + pass * layout::offset(rows_per_pass, 0), source.first[c] + at, valid,
+                             aligned);
+            element_offset[c] += rows_per_pass * source.row_stride[c];
         }
     }
 }
@@ -120,32 +129,35 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     // keeps the longest blocks off the end of the grid.
     const int row0 = (static_cast<int>(gridDim.x) - 1 - static_cast<int>(blockIdx.x)) * block_q;
     const int head = blockIdx.y;
-    const int batch = blockIdx.z;
     const int kv_head = head / (p.heads_q / p.heads_kv);
+    const fa_sequence sequence = fa_sequence_of<Spec>(p, blockIdx.z);
+    const int len_q = sequence.len_q, len_k = sequence.len_k;
+    if (row0 >= len_q) return;  // past this sequence's rows (the whole block)
 
-    const element* q = static_cast<const element*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[1];
-    const element* k = static_cast<const element*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[1];
-    const element* v = static_cast<const element*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
+    const element* q = static_cast<const element*>(p.q) + fa_row_offset(p.q_stride, sequence, head, 0);
+    const element* k = fa_key_rows_start<Spec, element>(p, p.k, p.k_stride, sequence, kv_head);
+    const element* v = fa_key_rows_start<Spec, element>(p, p.v, p.v_stride, sequence, kv_head);
     const bool aligned =
         fa_nv_aligned16(p.q, p.q_stride) && fa_nv_aligned16(p.k, p.k_stride) && fa_nv_aligned16(p.v, p.v_stride);
 
-    const int rows_here = min(block_q, p.len_q - row0);
-    const int key_end = fa_visible_keys(Spec::causal, row0 + rows_here - 1, p.len_q, p.len_k);
-    const int unmasked_end = fa_visible_keys(Spec::causal, row0, p.len_q, p.len_k);  // every row sees these
+    const int rows_here = min(block_q, len_q - row0);
+    const int key_end = fa_visible_keys(Spec::causal, row0 + rows_here - 1, len_q, len_k);
+    const int unmasked_end = fa_visible_keys(Spec::causal, row0, len_q, len_k);  // every row sees these
     const int steps = (key_end + block_k - 1) / block_k;
     const int warp_row0 = row0 + warp * warp_rows;
     const int warp_key_end =
-        warp_row0 < p.len_q ? fa_visible_keys(Spec::causal, min(warp_row0 + warp_rows, p.len_q) - 1, p.len_q, p.len_k)
-                            : 0;
+        warp_row0 < len_q ? fa_visible_keys(Spec::causal, min(warp_row0 + warp_rows, len_q) - 1, len_q, len_k) : 0;
 
     const auto load_step = [&](int step) {
         const int key0 = step * block_k;
         const int stage = step % stages;
-        fa_mma_load_rows<Spec, block_k, 2>({k_tile(stage), v_tile(stage)},
-                                           {k + key0 * p.k_stride[2], v + key0 * p.v_stride[2]},
-                                           {p.k_stride[2], p.v_stride[2]}, p.len_k - key0, aligned);
+        fa_mma_load_rows<Spec, block_k, 2>(
+            {k_tile(stage), v_tile(stage)},
+            fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride}),
+            len_k - key0, aligned);
     };
-    fa_mma_load_rows<Spec, block_q, 1>({q_tile}, {q + row0 * p.q_stride[2]}, {p.q_stride[2]}, rows_here, aligned);
+    fa_mma_load_rows<Spec, block_q, 1>(
+        {q_tile}, fa_nv_strided_rows<element, 1>{{q + row0 * p.q_stride[2]}, {p.q_stride[2]}}, rows_here, aligned);
     // One commit group per step (empty past the end) so wait_group counts steps.
 #pragma unroll
     for (int step = 0; step < stages - 1; ++step) {
@@ -241,10 +253,10 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
             int visible[2];
 #pragma unroll
             for (int h = 0; h < 2; ++h)
-                visible[h] = masked ? fa_visible_keys(Spec::causal, row + 8 * h, p.len_q, p.len_k) : 0;
+                visible[h] = masked ? fa_visible_keys(Spec::causal, row + 8 * h, len_q, len_k) : 0;
             float row_max[2];
             multiplier[m] = fa_m16n8_scores<key_tiles>(score[m], scale_log2, masked, visible, key0, row_max);
-            any_moved |= fa_m16n8_move_frames(p, row, margin_log2, row_max, frame[m], sum[m], correction[m]);
+            any_moved |= fa_m16n8_move_frames(p, len_q, row, margin_log2, row_max, frame[m], sum[m], correction[m]);
         }
         if (__any_sync(0xffffffffu, any_moved))
 #pragma unroll
@@ -276,5 +288,5 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
 
 #pragma unroll
     for (int m = 0; m < m_tiles; ++m)
-        fa_m16n8_store<element, dim_tiles>(p, batch, head, warp_row0 + 16 * m + g, out[m], frame[m], sum[m]);
+        fa_m16n8_store<Spec, dim_tiles>(p, sequence, head, warp_row0 + 16 * m + g, out[m], frame[m], sum[m]);
 }

@@ -36,6 +36,12 @@
 // arrive on an empty barrier once they are done with the tensor, and only the producer
 // waits for that.
 // Tensors that are not 16-byte aligned take the element-wise copy.
+//
+// Batched calls (Spec::kv_layout): a tile's sequence gives its lengths, which decide the
+// masks and the key steps; tiles are counted over the longest sequence, and those past
+// a shorter one's end have no steps, which producer and consumers both skip. K and V
+// blocks step by the row stride from their first key, except paged blocks that span
+// pages (page_size < block_k), whose rows the producer looks up one by one.
 
 template <class Spec>
 struct fa_wgmma_layout {
@@ -80,10 +86,11 @@ struct fa_wgmma_layout {
 // unrolled loop walks one offset per tensor, the shared offsets being constants.
 // Testing both per copy left the consumers waiting for full stages: D=128 f16 causal
 // ran 384 / 502 / 489 TFLOP/s at Lk 2K / 8K / 16K against 432 / 577 / 574 (H200).
-template <class Spec, int rows, int count, bool aligned, bool all_valid>
-FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[count],
-                                     const typename Spec::element* const (&first)[count],
-                                     const long long (&row_stride)[count], int valid_rows) {
+// `source` is an fa_nv_strided_rows or fa_nv_key_block; rows a block of keys looks up
+// (source.looked_up) are looked up only when valid.
+template <class Spec, int rows, int count, bool aligned, bool all_valid, class Rows>
+FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[count], const Rows& source,
+                                     int valid_rows) {
     using layout = fa_wgmma_layout<Spec>;
     constexpr int chunks = Spec::head_dim / 8;
     constexpr int rows_per_pass = 128 / chunks;
@@ -91,7 +98,7 @@ FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[coun
     const int chunk = thread % chunks;
     long long element_offset[count];
 #pragma unroll
-    for (int c = 0; c < count; ++c) element_offset[c] = first_row * row_stride[c] + chunk * 8;
+    for (int c = 0; c < count; ++c) element_offset[c] = first_row * source.row_stride[c] + chunk * 8;
     // Unrolled further only where no row is tested; fully, it spills the producer.
     constexpr int unrolled = aligned && all_valid ? 8 : 2;
 #pragma unroll unrolled
@@ -101,32 +108,36 @@ FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[coun
         const unsigned int offset = layout::offset(rows, row, chunk);
 #pragma unroll
         for (int c = 0; c < count; ++c) {
-            fa_nv_copy_chunk(tile[c] + offset, first[c] + (valid ? element_offset[c] : 0), valid, aligned);
-            element_offset[c] += rows_per_pass * row_stride[c];
+            long long at = valid ? element_offset[c] : 0;
+            if constexpr (Rows::looked_up) at = valid ? source.offset(c, row) + chunk * 8 : 0;
+            fa_nv_copy_chunk(tile[c] + offset, source.first[c] + at, valid, aligned);
+            element_offset[c] += rows_per_pass * source.row_stride[c];
         }
     }
 }
 
-template <class Spec, int rows, int count>
-FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[count],
-                                     const typename Spec::element* const (&first)[count],
-                                     const long long (&row_stride)[count], int valid_rows, bool aligned) {
+template <class Spec, int rows, int count, class Rows>
+FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[count], const Rows& source, int valid_rows,
+                                     bool aligned) {
     if (!aligned)
-        fa_wgmma_copy_rows<Spec, rows, count, false, false>(thread, tile, first, row_stride, valid_rows);
+        fa_wgmma_copy_rows<Spec, rows, count, false, false>(thread, tile, source, valid_rows);
     else if (valid_rows >= rows)
-        fa_wgmma_copy_rows<Spec, rows, count, true, true>(thread, tile, first, row_stride, valid_rows);
+        fa_wgmma_copy_rows<Spec, rows, count, true, true>(thread, tile, source, valid_rows);
     else
-        fa_wgmma_copy_rows<Spec, rows, count, true, false>(thread, tile, first, row_stride, valid_rows);
+        fa_wgmma_copy_rows<Spec, rows, count, true, false>(thread, tile, source, valid_rows);
 }
 
 // A block's n-th query tile: tile t counts query tiles from the last one, all heads and
 // batches of a tile before the next, so under a causal mask the longest come first.
 // With G blocks, block b takes tiles b, 2G-1-b, 2G+b, 4G-1-b, ...: the rounds alternate
 // direction, so a block with one of the longer tiles of a round gets one of the shorter
-// tiles of the next, and the blocks end close together.
+// tiles of the next, and the blocks end close together. Batched calls count tiles over
+// the longest sequence (p.len_q); a tile past its own sequence's len_q is empty.
 struct fa_wgmma_tile {
-    int row0, head, batch;
+    int row0, head;
+    fa_sequence sequence;  // read only for valid tiles
     bool valid;
+    bool empty;  // past the sequence's last row: nothing to load or store
 };
 template <class Spec>
 FAJIT_DEVICE fa_wgmma_tile fa_wgmma_block_tile(const fa_params& p, int n) {
@@ -135,8 +146,16 @@ FAJIT_DEVICE fa_wgmma_tile fa_wgmma_block_tile(const fa_params& p, int n) {
     const int t = n * blocks + (n % 2 == 0 ? block : blocks - 1 - block);
     const int query_tiles = (p.len_q + Spec::block_q - 1) / Spec::block_q;
     const int heads_batches = p.heads_q * p.batch;
-    return {(query_tiles - 1 - t / heads_batches) * Spec::block_q, t % heads_batches % p.heads_q,
-            t % heads_batches / p.heads_q, t < query_tiles * heads_batches};
+    fa_wgmma_tile tile = {(query_tiles - 1 - t / heads_batches) * Spec::block_q,
+                          t % heads_batches % p.heads_q,
+                          {},
+                          t < query_tiles * heads_batches,
+                          false};
+    if (tile.valid) {
+        tile.sequence = fa_sequence_of<Spec>(p, t % heads_batches / p.heads_q);
+        tile.empty = tile.row0 >= tile.sequence.len_q;
+    }
+    return tile;
 }
 
 // Persistent: the grid is at most one block per multiprocessor (src/families/wgmma_sm90.cpp),
@@ -198,10 +217,12 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     const int lane = static_cast<int>(threadIdx.x) % 32;
     const int warp = static_cast<int>(threadIdx.x) / 32;
     const int group = warp / 4;
-    // A tile's key steps: as many as its last row needs.
+    // A tile's key steps: as many as its last row needs, none for an empty tile.
     const auto key_steps = [&](const fa_wgmma_tile& tile) {
-        const int rows_here = min(block_q, p.len_q - tile.row0);
-        return (fa_visible_keys(Spec::causal, tile.row0 + rows_here - 1, p.len_q, p.len_k) + block_k - 1) / block_k;
+        const int len_q = tile.sequence.len_q, len_k = tile.sequence.len_k;
+        if (tile.empty) return 0;
+        const int rows_here = min(block_q, len_q - tile.row0);
+        return (fa_visible_keys(Spec::causal, tile.row0 + rows_here - 1, len_q, len_k) + block_k - 1) / block_k;
     };
 
     if (group == groups) {
@@ -229,25 +250,30 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             if (!tile.valid) break;
             const int steps = key_steps(tile);
             if (steps == 0) continue;
+            const fa_sequence& sequence = tile.sequence;
             const int kv_head = tile.head / (p.heads_q / p.heads_kv);
-            const element* q = static_cast<const element*>(p.q) + tile.batch * p.q_stride[0] +
-                               tile.head * p.q_stride[1] + tile.row0 * p.q_stride[2];
-            const element* k = static_cast<const element*>(p.k) + tile.batch * p.k_stride[0] + kv_head * p.k_stride[1];
-            const element* v = static_cast<const element*>(p.v) + tile.batch * p.v_stride[0] + kv_head * p.v_stride[1];
+            const element* q =
+                static_cast<const element*>(p.q) + fa_row_offset(p.q_stride, sequence, tile.head, tile.row0);
+            const element* k = fa_key_rows_start<Spec, element>(p, p.k, p.k_stride, sequence, kv_head);
+            const element* v = fa_key_rows_start<Spec, element>(p, p.v, p.v_stride, sequence, kv_head);
             if (q_fills > 0) fa_sm90_mbarrier_wait(q_empty, (q_fills - 1) % 2);
             ++q_fills;
-            fa_wgmma_load_rows<Spec, block_q, 1>(thread, {q_tile}, {q}, {p.q_stride[2]}, p.len_q - tile.row0, aligned);
+            fa_wgmma_load_rows<Spec, block_q, 1>(thread, {q_tile}, fa_nv_strided_rows<element, 1>{{q}, {p.q_stride[2]}},
+                                                 sequence.len_q - tile.row0, aligned);
 #pragma unroll 1
             for (int step = 0; step < steps; ++step, ++fill) {
                 const int key0 = step * block_k;
+                const int valid_keys = sequence.len_k - key0;
                 // One pass over a step's rows copies K and V when they share barriers; the
                 // separate passes K and V need otherwise measured slower at d=128 (301 / 385 /
                 // 400 TFLOP/s against 337 / 452 / 462 at Lk 2K / 8K / 16K).
                 if constexpr (kv_barriers == 1) {
                     wait_released(keys, fill);
-                    fa_wgmma_load_rows<Spec, block_k, 2>(thread, {k_tile(fill % stages), v_tile(fill % stages)},
-                                                         {k + key0 * p.k_stride[2], v + key0 * p.v_stride[2]},
-                                                         {p.k_stride[2], p.v_stride[2]}, p.len_k - key0, aligned);
+                    fa_wgmma_load_rows<Spec, block_k, 2>(
+                        thread, {k_tile(fill % stages), v_tile(fill % stages)},
+                        fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v},
+                                                             {p.k_stride, p.v_stride}),
+                        valid_keys, aligned);
                     arrive_loaded(keys, fill);
                 } else {
 #pragma unroll
@@ -256,8 +282,9 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
                         const bool is_k = tensor == keys;
                         fa_wgmma_load_rows<Spec, block_k, 1>(
                             thread, {is_k ? k_tile(fill % stages) : v_tile(fill % stages)},
-                            {is_k ? k + key0 * p.k_stride[2] : v + key0 * p.v_stride[2]},
-                            {is_k ? p.k_stride[2] : p.v_stride[2]}, p.len_k - key0, aligned);
+                            fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {is_k ? k : v},
+                                                                 {is_k ? p.k_stride : p.v_stride}),
+                            valid_keys, aligned);
                         arrive_loaded(tensor, fill);
                     }
                 }
@@ -335,8 +362,9 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         const fa_wgmma_tile tile = fa_wgmma_block_tile<Spec>(p, n);
         if (!tile.valid) break;
         const int steps = key_steps(tile);
-        const int unmasked_end = fa_visible_keys(Spec::causal, tile.row0, p.len_q, p.len_k);  // every row sees these
-        const int my_row = tile.row0 + 64 * group + 16 * (warp % 4) + lane / 4;               // and my_row + 8
+        const int len_q = tile.sequence.len_q, len_k = tile.sequence.len_k;
+        const int unmasked_end = fa_visible_keys(Spec::causal, tile.row0, len_q, len_k);  // every row sees these
+        const int my_row = tile.row0 + 64 * group + 16 * (warp % 4) + lane / 4;           // and my_row + 8
         float frame[2] = {fa_neg_inf(), fa_neg_inf()};
         float sum[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -350,10 +378,10 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             int visible[2];
 #pragma unroll
             for (int h = 0; h < 2; ++h)
-                visible[h] = masked ? fa_visible_keys(Spec::causal, my_row + 8 * h, p.len_q, p.len_k) : 0;
+                visible[h] = masked ? fa_visible_keys(Spec::causal, my_row + 8 * h, len_q, len_k) : 0;
             float row_max[2];
             const float multiplier = fa_m16n8_scores<key_tiles>(score, scale_log2, masked, visible, key0, row_max);
-            const bool moved = fa_m16n8_move_frames(p, my_row, margin_log2, row_max, frame, sum, correction);
+            const bool moved = fa_m16n8_move_frames(p, len_q, my_row, margin_log2, row_max, frame, sum, correction);
             fa_m16n8_exponentiate<key_tiles>(score, multiplier, frame, sum);
             return __any_sync(0xffffffffu, moved);
         };
@@ -416,7 +444,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             release(empty(values, fill));
         }
         first_fill += steps;
-        fa_m16n8_store<element, head_dim / 8>(p, tile.batch, tile.head, my_row, out, frame, sum);
+        fa_m16n8_store<Spec, head_dim / 8>(p, tile.sequence, tile.head, my_row, out, frame, sum);
     }
     if (group == 0) my_turn();  // takes the last group's last pass, so no arrival outlives the block
 }

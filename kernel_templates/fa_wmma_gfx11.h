@@ -36,6 +36,11 @@
 // read phase start 4 banks apart and cover all 32 banks once: K reads and the
 // transposed V reads are conflict-free. Lanes l and l^16 read the same address.
 //
+// Batched calls (Spec::kv_layout): blockIdx.z is the sequence, whose own lengths decide
+// the masks and the key steps; the grid covers the longest sequence, so query tiles past
+// a shorter one's end exit at once. K and V rows are found through fa_key_row: a stride
+// step from key 0 (dense, ragged), or looked up in the block table (paged).
+//
 // Q stays in registers (head_dim / 16 operands of 8 VGPRs) up to head dim 128. At 256
 // that would be 128 VGPRs next to the 128 of the O accumulator, past the 256-VGPR
 // wave32 budget with the scores still to hold, so Q is staged in LDS once instead and
@@ -84,6 +89,16 @@ FAJIT_DEVICE bool fa_vector_ok(const void* base, long long row_stride) {
     return ((reinterpret_cast<unsigned long long>(base) | static_cast<unsigned long long>(row_stride * 2)) & 15u) == 0;
 }
 
+// The same for every K or V row of a sequence from `start` (fa_key_rows_start): a paged
+// row also adds page and head strides to the tensor's base, which must keep the alignment.
+template <class Spec>
+FAJIT_DEVICE bool fa_key_vector_ok(const void* start, const long long* stride) {
+    if constexpr (Spec::kv_layout == FA_KV_PAGED)
+        return fa_vector_ok(start, stride[0]) && fa_vector_ok(start, stride[1]) && fa_vector_ok(start, stride[2]);
+    else
+        return fa_vector_ok(start, stride[2]);
+}
+
 template <class Spec>
 __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
     using element = typename Spec::element;
@@ -120,34 +135,37 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
     const int half = lane / 16;    // which parity of C rows this lane holds
     const int column = lane % 16;  // the query row (within the wave) this lane owns
     const int head = blockIdx.y;
-    const int batch = blockIdx.z;
     const int kv_head = head / (p.heads_q / p.heads_kv);
+    const fa_sequence sequence = fa_sequence_of<Spec>(p, blockIdx.z);
+    const int len_q = sequence.len_q, len_k = sequence.len_k;
+    const int block_row0 = blockIdx.x * Spec::block_q;
+    if (block_row0 >= len_q) return;  // past this sequence's rows (the whole block)
 
     const unsigned short* const q =
-        static_cast<const unsigned short*>(p.q) + batch * p.q_stride[0] + head * p.q_stride[1];
-    const unsigned short* const k =
-        static_cast<const unsigned short*>(p.k) + batch * p.k_stride[0] + kv_head * p.k_stride[1];
-    const unsigned short* const v =
-        static_cast<const unsigned short*>(p.v) + batch * p.v_stride[0] + kv_head * p.v_stride[1];
-    unsigned short* const o = static_cast<unsigned short*>(p.o) + batch * p.o_stride[0] + head * p.o_stride[1];
+        static_cast<const unsigned short*>(p.q) + fa_row_offset(p.q_stride, sequence, head, 0);
+    const unsigned short* const k = fa_key_rows_start<Spec, unsigned short>(p, p.k, p.k_stride, sequence, kv_head);
+    const unsigned short* const v = fa_key_rows_start<Spec, unsigned short>(p, p.v, p.v_stride, sequence, kv_head);
+    const auto key_row = [&](const unsigned short* start, const long long* stride, int key) {
+        return fa_key_row<Spec>(p, start, stride, sequence, kv_head, key);
+    };
+    unsigned short* const o = static_cast<unsigned short*>(p.o) + fa_row_offset(p.o_stride, sequence, head, 0);
     const bool q_vector = fa_vector_ok(q, p.q_stride[2]);
-    const bool k_vector = fa_vector_ok(k, p.k_stride[2]);
-    const bool v_vector = fa_vector_ok(v, p.v_stride[2]);
+    const bool k_vector = fa_key_vector_ok<Spec>(k, p.k_stride);
+    const bool v_vector = fa_key_vector_ok<Spec>(v, p.v_stride);
 
     // Causal limits. Visible keys grow with the row, so the block's last valid row
     // bounds the key loop (later key steps are never staged), the wave's last row
     // bounds its work and its first row decides whether a step needs the element mask.
-    const int block_row0 = blockIdx.x * Spec::block_q;
     const int wave_row0 = block_row0 + 16 * wave;
     const int row = wave_row0 + column;
-    const bool row_valid = row < p.len_q;
-    const int block_last = min(block_row0 + Spec::block_q, p.len_q) - 1;
-    const int block_keys = fa_visible_keys(Spec::causal, block_last, p.len_q, p.len_k);
-    const bool wave_has_rows = wave_row0 < p.len_q;
+    const bool row_valid = row < len_q;
+    const int block_last = min(block_row0 + Spec::block_q, len_q) - 1;
+    const int block_keys = fa_visible_keys(Spec::causal, block_last, len_q, len_k);
+    const bool wave_has_rows = wave_row0 < len_q;
     const int wave_keys =
-        wave_has_rows ? fa_visible_keys(Spec::causal, min(wave_row0 + 15, p.len_q - 1), p.len_q, p.len_k) : 0;
-    const int wave_unmasked_keys = wave_has_rows ? fa_visible_keys(Spec::causal, wave_row0, p.len_q, p.len_k) : 0;
-    const int row_keys = fa_visible_keys(Spec::causal, row, p.len_q, p.len_k);
+        wave_has_rows ? fa_visible_keys(Spec::causal, min(wave_row0 + 15, len_q - 1), len_q, len_k) : 0;
+    const int wave_unmasked_keys = wave_has_rows ? fa_visible_keys(Spec::causal, wave_row0, len_q, len_k) : 0;
+    const int row_keys = fa_visible_keys(Spec::causal, row, len_q, len_k);
 
     // Q, once per block: rows past len_q read as zeros (and are never stored).
     const unsigned short* const q_row = q + row * p.q_stride[2];
@@ -187,16 +205,16 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
             const int r = c / chunks_per_row, chunk = c % chunks_per_row;
             const int key = key0 + r;
             *reinterpret_cast<fa_u32x4*>(k_tile + r * layout::k_row + chunk * 8) =
-                key < p.len_k ? fa_load8(k + key * p.k_stride[2] + chunk * 8, k_vector) : zero;
+                key < len_k ? fa_load8(key_row(k, p.k_stride, key) + chunk * 8, k_vector) : zero;
         }
         // V transposed: a thread takes two consecutive keys of 8 dims and writes 8
         // words (key pair) down the dims; consecutive threads write consecutive words.
         for (int c = threadIdx.x; c < (block_k / 2) * chunks_per_row; c += threads) {
             const int pair = c % (block_k / 2), chunk = c / (block_k / 2);
             const int key = key0 + 2 * pair;
-            const fa_u32x4 first = key < p.len_k ? fa_load8(v + key * p.v_stride[2] + chunk * 8, v_vector) : zero;
+            const fa_u32x4 first = key < len_k ? fa_load8(key_row(v, p.v_stride, key) + chunk * 8, v_vector) : zero;
             const fa_u32x4 second =
-                key + 1 < p.len_k ? fa_load8(v + (key + 1) * p.v_stride[2] + chunk * 8, v_vector) : zero;
+                key + 1 < len_k ? fa_load8(key_row(v, p.v_stride, key + 1) + chunk * 8, v_vector) : zero;
             unsigned int* const words = reinterpret_cast<unsigned int*>(v_tile);
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
@@ -293,7 +311,7 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
                 o_row[16 * t + 2 * i + half] =
                     static_cast<unsigned short>(fa_float_to_bits<element>(out[t].x[i] * inverse));
         if (p.lse && half == 0)
-            p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.len_q + row] =
+            p.lse[fa_lse_index<Spec>(p, sequence, head, row)] =
                 sum > 0.0f ? (frame + fa_log2(sum)) * FAJIT_LN2 : fa_neg_inf();
     }
 }

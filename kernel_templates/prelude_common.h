@@ -201,15 +201,45 @@ FAJIT_DEVICE long long fa_row_offset(const long long* stride, const fa_sequence&
 template <class Spec>
 FAJIT_DEVICE long long fa_key_offset(const fa_params& p, const long long* stride, const fa_sequence& s, int kv_head,
                                      int key) {
-    if (Spec::kv_layout == FA_KV_PAGED) {
+    if constexpr (Spec::kv_layout == FA_KV_PAGED) {
         int page = p.block_table[static_cast<long long>(s.index) * p.max_pages_per_seq + key / Spec::page_size];
         // The host checks block tables (FAJIT_CHECK_INDICES); unchecked, a page out of range
         // still reads inside the cache, never elsewhere.
         page = page < 0 ? 0 : (page >= p.num_pages ? p.num_pages - 1 : page);
         return page * stride[0] + kv_head * stride[1] + static_cast<long long>(key % Spec::page_size) * stride[2];
+    } else {
+        return s.index * stride[0] + kv_head * stride[1] + static_cast<long long>(s.k_start + key) * stride[2];
     }
-    return s.index * stride[0] + kv_head * stride[1] + static_cast<long long>(s.k_start + key) * stride[2];
 }
+
+// Staging loops walk a block of K or V rows. Dense and ragged keys are stride[2] apart
+// from key 0's row, which fa_key_rows_start gives once per sequence, and fa_key_row
+// steps from it as dense code always has; a paged key is looked up (fa_key_offset), and
+// then fa_key_rows_start is the tensor itself.
+template <class Spec, class T>
+FAJIT_DEVICE const T* fa_key_rows_start(const fa_params& p, const void* tensor, const long long* stride,
+                                        const fa_sequence& s, int kv_head) {
+    if constexpr (Spec::kv_layout == FA_KV_PAGED)
+        return static_cast<const T*>(tensor);
+    else
+        return static_cast<const T*>(tensor) + fa_key_offset<Spec>(p, stride, s, kv_head, 0);
+}
+template <class Spec, class T>
+FAJIT_DEVICE const T* fa_key_row(const fa_params& p, const T* start, const long long* stride, const fa_sequence& s,
+                                 int kv_head, int key) {
+    if constexpr (Spec::kv_layout == FA_KV_PAGED)
+        return start + fa_key_offset<Spec>(p, stride, s, kv_head, key);
+    else
+        return start + key * stride[2];
+}
+
+// Whether a block of `rows` keys starting at a multiple of `rows` may span pages. A block
+// within one page (every dense and ragged block, and paged ones when page_size >= rows)
+// is stride[2]-stepped from its first row; one that spans pages is looked up row by row.
+template <class Spec, int rows>
+struct fa_keys_span_pages {
+    static constexpr bool value = Spec::kv_layout == FA_KV_PAGED && Spec::page_size < rows;
+};
 
 // Index of a row's natural-log sum-exp: [batch, heads_q, len_q] dense, [heads_q, total_q] packed.
 template <class Spec>

@@ -57,7 +57,55 @@ FAJIT_DEVICE void fa_nv_copy_chunk(unsigned int target, const T* source, bool va
     }
 }
 
-// Whether a tensor can be copied in 16-byte chunks: base and every stride aligned.
+// The rows a staging loop copies from each of `count` tensors. fa_nv_strided_rows: row
+// r is first[c] + r * row_stride[c], stepped with no work per row (Q, and K or V blocks
+// within one page). fa_nv_key_block: a block of keys; when it may span pages
+// (`looked_up`), first[c] is the tensor and row r is looked up (fa_key_offset).
+template <class T, int count>
+struct fa_nv_strided_rows {
+    static constexpr bool looked_up = false;
+    const T* first[count];
+    long long row_stride[count];
+};
+
+template <class Spec, int rows, int count>
+struct fa_nv_key_block {
+    static constexpr bool looked_up = fa_keys_span_pages<Spec, rows>::value;
+    const typename Spec::element* first[count];
+    long long row_stride[count];
+    const fa_params& p;
+    const fa_sequence& sequence;
+    const long long* stride[count];  // k_stride or v_stride
+    int kv_head, key0;
+
+    FAJIT_DEVICE long long offset(int c, int row) const {
+        return fa_key_offset<Spec>(p, stride[c], sequence, kv_head, key0 + row);
+    }
+};
+
+// The block of keys from key0 of `count` K or V tensors (start: fa_key_rows_start of
+// each; stride: its k_stride or v_stride).
+template <class Spec, int rows, int count>
+FAJIT_DEVICE fa_nv_key_block<Spec, rows, count> fa_nv_key_block_of(const fa_params& p, const fa_sequence& sequence,
+                                                                   int kv_head, int key0,
+                                                                   const typename Spec::element* const (&start)[count],
+                                                                   const long long* const (&stride)[count]) {
+    fa_nv_key_block<Spec, rows, count> block = {{}, {}, p, sequence, {}, kv_head, key0};
+#pragma unroll
+    for (int c = 0; c < count; ++c) {
+        if constexpr (block.looked_up)
+            block.first[c] = start[c];
+        else
+            block.first[c] = fa_key_row<Spec>(p, start[c], stride[c], sequence, kv_head, key0);
+        block.row_stride[c] = stride[c][2];
+        block.stride[c] = stride[c];
+    }
+    return block;
+}
+
+// Whether a tensor can be copied in 16-byte chunks: base and every stride aligned. That
+// covers every row of every layout: a paged row is the base plus page, head and slot
+// strides, a ragged one the base plus head and token strides.
 FAJIT_DEVICE bool fa_nv_aligned16(const void* pointer, const long long (&stride)[3]) {
     return (reinterpret_cast<unsigned long long>(pointer) % 16 == 0) && stride[0] % 8 == 0 && stride[1] % 8 == 0 &&
            stride[2] % 8 == 0;
@@ -114,14 +162,16 @@ FAJIT_DEVICE float fa_m16n8_scores(float (&s)[4 * key_tiles], float scale_log2, 
 
 // The deferred rescale (DESIGN section 7) for the lane's two rows, the first being
 // `row`: a frame moves only when the step's maximum passes it by more than the margin.
-// Returns whether either row moved; `correction` is what O must be scaled by.
-FAJIT_DEVICE bool fa_m16n8_move_frames(const fa_params& p, int row, float margin_log2, const float (&row_max)[2],
-                                       float (&frame)[2], float (&sum)[2], float (&correction)[2]) {
+// Returns whether either row moved; `correction` is what O must be scaled by. Rows at
+// or past the sequence's len_q do not report.
+FAJIT_DEVICE bool fa_m16n8_move_frames(const fa_params& p, int len_q, int row, float margin_log2,
+                                       const float (&row_max)[2], float (&frame)[2], float (&sum)[2],
+                                       float (&correction)[2]) {
     const bool reporter = threadIdx.x % 4 == 0;  // one lane of a row's quad
     bool moved = false;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        const bool reports = reporter && row + 8 * h < p.len_q;
+        const bool reports = reporter && row + 8 * h < len_q;
         if (fa_rescale_frame(p, row_max[h], margin_log2, frame[h], correction[h], reports)) {
             sum[h] *= correction[h];
             moved = true;
@@ -158,12 +208,14 @@ FAJIT_DEVICE void fa_m16n8_pack(const float (&p)[4 * key_tiles], unsigned int (&
     }
 }
 
-// Normalizes and stores the lane's two rows of O (first row `row`), and their LSE.
-template <class T, int dim_tiles>
-FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, int batch, int head, int row, const float (&out)[4 * dim_tiles],
-                                 const float (&frame)[2], const float (&sum)[2]) {
+// Normalizes and stores the lane's two rows of O (first row `row` of the sequence), and
+// their LSE; rows at or past the sequence's len_q are not stored.
+template <class Spec, int dim_tiles>
+FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, const fa_sequence& sequence, int head, int row,
+                                 const float (&out)[4 * dim_tiles], const float (&frame)[2], const float (&sum)[2]) {
+    using T = typename Spec::element;
     const int t = static_cast<int>(threadIdx.x) % 4;
-    T* o = static_cast<T*>(p.o) + batch * p.o_stride[0] + head * p.o_stride[1];
+    T* o = static_cast<T*>(p.o) + fa_row_offset(p.o_stride, sequence, head, 0);
     const bool aligned = fa_nv_aligned16(p.o, p.o_stride);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -171,7 +223,7 @@ FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, int batch, int head, int ro
         total += fa_shuffle_xor(total, 1);
         total += fa_shuffle_xor(total, 2);
         const int r = row + 8 * h;
-        if (r >= p.len_q) continue;
+        if (r >= sequence.len_q) continue;
         const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
         T* out_row = o + r * p.o_stride[2] + 2 * t;
 #pragma unroll
@@ -186,7 +238,7 @@ FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, int batch, int head, int ro
             }
         }
         if (p.lse && t == 0)
-            p.lse[(static_cast<long long>(batch) * p.heads_q + head) * p.len_q + r] =
+            p.lse[fa_lse_index<Spec>(p, sequence, head, r)] =
                 total > 0.0f ? (frame[h] + fa_log2(total)) * FAJIT_LN2 : fa_neg_inf();
     }
 }

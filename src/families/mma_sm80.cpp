@@ -9,7 +9,7 @@ namespace {
 
 constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_nvidia.h", "prelude_sm80.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
-constexpr KvLayout kv_layouts[] = {KvLayout::dense};
+constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
 constexpr int head_dims[] = {64, 80, 96, 128, 256};
 
 bool sm80_or_newer(std::string_view arch) { return sm_version(arch) >= 80; }

@@ -10,7 +10,7 @@ namespace {
 
 constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_nvidia.h", "prelude_sm90.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
-constexpr KvLayout kv_layouts[] = {KvLayout::dense};
+constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
 constexpr int head_dims[] = {64, 128, 256};
 constexpr unsigned producer_threads = 128;  // one warpgroup (fa_wgmma_layout::threads)
 

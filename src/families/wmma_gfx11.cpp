@@ -9,7 +9,7 @@ namespace {
 
 constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_wmma_tile.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
-constexpr KvLayout kv_layouts[] = {KvLayout::dense};
+constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
 constexpr int head_dims[] = {64, 80, 96, 128, 256};
 
 bool gfx11_or_emulated(std::string_view arch) { return is_gfx11(arch) || vendor_of(arch) == Vendor::nvidia; }

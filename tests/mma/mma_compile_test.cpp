@@ -1,7 +1,8 @@
 // The NVIDIA tensor-core families compile through NVRTC for every head dim, dtype,
 // causal mode and margin (mma-sm80 for sm_80 and sm_90a, wgmma-sm90 for sm_90a), and
 // ptxas reports no spills (a spill in these kernels means the accumulators left
-// registers, which costs more than any tile choice gains) and no serialized wgmma.
+// registers, which costs more than any tile choice gains) and no serialized wgmma; a
+// sample of ragged and paged variants (tests/support/batched_sample.hpp) holds to the same.
 // No GPU is needed; without NVRTC the cases are skipped with the reason.
 #include <doctest/doctest.h>
 
@@ -18,6 +19,7 @@
 #include "codegen/emitter.hpp"
 #include "families/registry.hpp"
 #include "mma/mma_candidates.hpp"
+#include "support/batched_sample.hpp"
 #include "support/compile_support.hpp"
 
 using namespace fajit;
@@ -123,6 +125,16 @@ TEST_CASE("wgmma-sm90: every head dim, dtype, causal mode and margin compiles fo
     check_no_spills(specs, *backend);
 }
 
+TEST_CASE("mma-sm80 and wgmma-sm90 take ragged and paged K/V: a covering sample compiles without spills") {
+    const Backend* backend = compiler_for("sm_90a");
+    if (!backend) return;
+    std::vector<KernelSpec> specs = batched_sample("mma-sm80", {"sm_80", "sm_90a"}, family_head_dims("mma-sm80"));
+    for (const KernelSpec& spec : batched_sample("wgmma-sm90", {"sm_90a"}, family_head_dims("wgmma-sm90")))
+        specs.push_back(spec);
+    for (const KernelSpec& spec : specs) REQUIRE_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
+    check_no_spills(specs, *backend);
+}
+
 TEST_CASE("every benchmark tile candidate compiles for sm_90a without spills") {
     const Backend* backend = compiler_for("sm_90a");
     if (!backend) return;
@@ -190,6 +202,19 @@ TEST_CASE("wgmma-sm90 validation: sm_90a only, its head dims and its tiles") {
         const KernelSpec spec =
             family_spec("wgmma-sm90", "sm_90a", head_dim, DType::bf16, CausalMode::bottom_right, 10.0f);
         CHECK_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
+    }
+}
+
+TEST_CASE("the NVIDIA tensor-core families accept ragged K/V and paged K/V at every power-of-two page size to 256") {
+    const auto error_of = [](const std::string& text) { return parse_spec(text).error; };
+    for (const std::string family : {"mma-sm80", "wgmma-sm90"}) {
+        const std::string head = "family=" + family + ",d=128,dtype=f16,causal=bottom-right,";
+        CHECK(error_of(head + "kv=ragged,arch=sm_90a").empty());
+        for (int page = 1; page <= 256; page *= 2)
+            CHECK_MESSAGE(error_of(head + "kv=paged,page=" + std::to_string(page) + ",arch=sm_90a").empty(), family,
+                          " page=", page);
+        CHECK(error_of(head + "kv=paged,page=512,arch=sm_90a").find("page=512") == 0);
+        CHECK(error_of(head + "kv=paged,page=48,arch=sm_90a").find("page=48") == 0);
     }
 }
 

@@ -1,7 +1,8 @@
 // The wmma-gfx11 family compiles for every variant it accepts: through HIPRTC for
 // gfx1151 and gfx1100 (native WMMA, checked in the ISA) and through NVRTC for sm_90a
-// (the emulation). No GPU is needed; a missing compiler or LLVM tool is a skip with
-// its reason, never a failure.
+// (the emulation); ragged and paged K/V through a covering sample
+// (tests/support/batched_sample.hpp), for gfx1151 with the same ISA checks. No GPU is needed; a missing compiler or
+// LLVM tool is a skip with its reason, never a failure.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "codegen/emitter.hpp"
 #include "codegen/isa_report.hpp"
 #include "families/registry.hpp"
+#include "support/batched_sample.hpp"
 #include "support/compile_support.hpp"
 
 using namespace fajit;
@@ -98,11 +100,55 @@ std::vector<SweepResult> run_sweep(const std::vector<KernelSpec>& specs, const B
 }
 
 std::string short_name(const KernelSpec& spec) {
+    std::string kv(to_string(spec.kv_layout));
+    if (spec.kv_layout == KvLayout::paged) kv += "/" + std::to_string(spec.page_size);
     char text[160];
-    std::snprintf(text, sizeof text, "%-8s d=%-3d %-4s bq=%-2d bk=%-2d m=%-2g %-12s", spec.arch.c_str(), spec.head_dim,
-                  std::string(to_string(spec.dtype)).c_str(), spec.block_q, spec.block_k,
-                  static_cast<double>(spec.rescale_margin), std::string(to_string(spec.causal)).c_str());
+    std::snprintf(text, sizeof text, "%-8s d=%-3d %-4s bq=%-2d bk=%-2d m=%-2g %-12s %-9s", spec.arch.c_str(),
+                  spec.head_dim, std::string(to_string(spec.dtype)).c_str(), spec.block_q, spec.block_k,
+                  static_cast<double>(spec.rescale_margin), std::string(to_string(spec.causal)).c_str(), kv.c_str());
     return text;
+}
+
+// Compiles `specs` for gfx11 and checks the ISA facts every variant must hold: WMMA in
+// wave32, the host's LDS size exactly, no scratch or spills up to head dim 128, and at
+// most two barriers per key step.
+void check_gfx11_sweep(const char* title, const std::vector<KernelSpec>& specs, const Backend& backend) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto results = run_sweep(specs, backend, true);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    std::printf("\n%s (%zu variants, %.1f s on 2 threads)\n", title, results.size(), wall);
+    std::printf("%-68s %5s %5s %6s %7s %6s %5s %5s %5s %5s %6s\n", "variant", "vgpr", "sgpr", "lds", "scratch",
+                "spills", "wmma", "bar", "bar/it", "ds", "sec");
+    int reported = 0;
+    for (const auto& result : results) {
+        CHECK_MESSAGE(result.ok, to_string(result.spec), ": ", result.log);
+        if (!result.ok) continue;
+        if (!result.isa) {
+            std::printf("%s  (no ISA report: %s)\n", short_name(result.spec).c_str(), result.isa_error.c_str());
+            continue;
+        }
+        const IsaReport& isa = *result.isa;
+        ++reported;
+        std::printf("%-68s %5d %5d %6lld %7lld %6d %5d %5d %5d %5d %6.2f\n", short_name(result.spec).c_str(), isa.vgprs,
+                    isa.sgprs, isa.lds_bytes, isa.scratch_bytes,
+                    std::max(isa.vgpr_spills, 0) + std::max(isa.sgpr_spills, 0), isa.wmma_instructions,
+                    isa.barrier_instructions, isa.loop_barriers, isa.lds_instructions, result.seconds);
+        const std::string name = to_string(result.spec);
+        CHECK_MESSAGE(isa.wmma_instructions > 0, name);
+        CHECK_MESSAGE(isa.wave_size == 32, name);
+        CHECK_MESSAGE(isa.lds_bytes <= 64 * 1024, name);
+        // The host's size for the launch is the template's layout, byte for byte.
+        CHECK_MESSAGE(isa.lds_bytes == shared_layout(result.spec).shared_bytes, name);
+        if (result.spec.head_dim <= 128) {
+            CHECK_MESSAGE(isa.scratch_bytes == 0, name);
+            CHECK_MESSAGE(isa.vgpr_spills <= 0, name);
+        }
+        CHECK_MESSAGE(isa.loop_barriers <= 2, name);
+    }
+    if (reported == 0 && !results.empty())
+        MESSAGE(
+            "ISA checks skipped: " << (results.front().isa_error.empty() ? "no report" : results.front().isa_error));
 }
 
 std::optional<IsaReport> default_d128_report(std::string* why) {
@@ -130,42 +176,26 @@ TEST_CASE("wmma-gfx11 sweep: every head dim, dtype, tiling, margin and causal mo
             specs.push_back(spec);
         }
     }
-    const auto start = std::chrono::steady_clock::now();
-    const auto results = run_sweep(specs, *backend, true);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    check_gfx11_sweep("wmma-gfx11 HIPRTC sweep", specs, *backend);
+}
 
-    std::printf("\nwmma-gfx11 HIPRTC sweep (%zu variants, %.1f s on 2 threads)\n", results.size(), wall);
-    std::printf("%-58s %5s %5s %6s %7s %6s %5s %5s %5s %5s %6s\n", "variant", "vgpr", "sgpr", "lds", "scratch",
-                "spills", "wmma", "bar", "bar/it", "ds", "sec");
-    int reported = 0;
-    for (const auto& result : results) {
-        CHECK_MESSAGE(result.ok, to_string(result.spec), ": ", result.log);
-        if (!result.ok) continue;
-        if (!result.isa) {
-            std::printf("%s  (no ISA report: %s)\n", short_name(result.spec).c_str(), result.isa_error.c_str());
-            continue;
-        }
-        const IsaReport& isa = *result.isa;
-        ++reported;
-        std::printf("%-58s %5d %5d %6lld %7lld %6d %5d %5d %5d %5d %6.2f\n", short_name(result.spec).c_str(), isa.vgprs,
-                    isa.sgprs, isa.lds_bytes, isa.scratch_bytes,
-                    std::max(isa.vgpr_spills, 0) + std::max(isa.sgpr_spills, 0), isa.wmma_instructions,
-                    isa.barrier_instructions, isa.loop_barriers, isa.lds_instructions, result.seconds);
-        const std::string name = to_string(result.spec);
-        CHECK_MESSAGE(isa.wmma_instructions > 0, name);
-        CHECK_MESSAGE(isa.wave_size == 32, name);
-        CHECK_MESSAGE(isa.lds_bytes <= 64 * 1024, name);
-        // The host's size for the launch is the template's layout, byte for byte.
-        CHECK_MESSAGE(isa.lds_bytes == shared_layout(result.spec).shared_bytes, name);
-        if (result.spec.head_dim <= 128) {
-            CHECK_MESSAGE(isa.scratch_bytes == 0, name);
-            CHECK_MESSAGE(isa.vgpr_spills <= 0, name);
-        }
-        CHECK_MESSAGE(isa.loop_barriers <= 2, name);
-    }
-    if (reported == 0 && !results.empty())
-        MESSAGE(
-            "ISA checks skipped: " << (results.front().isa_error.empty() ? "no report" : results.front().isa_error));
+TEST_CASE("wmma-gfx11 takes ragged and paged K/V: a covering sample compiles for gfx1151 with the same ISA facts") {
+    const Backend* backend = compiler_for("gfx1151");
+    if (!backend) return;
+    const auto specs = batched_sample("wmma-gfx11", {"gfx1151"}, {64, 80, 96, 128, 256});
+    for (const KernelSpec& spec : specs) REQUIRE_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
+    check_gfx11_sweep("wmma-gfx11 batched HIPRTC sample", specs, *backend);
+}
+
+TEST_CASE("wmma-gfx11 emulation takes ragged and paged K/V: a sample compiles for sm_90a via NVRTC") {
+    const Backend* backend = compiler_for("sm_90a");
+    if (!backend) return;
+    std::vector<KernelSpec> specs;
+    for (const KernelSpec& spec : batched_sample("wmma-gfx11", {"sm_90a"}, {64, 128}))
+        if (spec.page_size <= 1) specs.push_back(spec);  // ragged, and paged with every row looked up
+    const auto results = run_sweep(specs, *backend, false);
+    for (const auto& result : results) CHECK_MESSAGE(result.ok, to_string(result.spec), ": ", result.log);
+    std::printf("wmma-gfx11 NVRTC sm_90a batched sample: %zu variants\n", results.size());
 }
 
 TEST_CASE("wmma-gfx11 sweep: every variant compiles for sm_90a via NVRTC (the emulation)") {

@@ -1,0 +1,27 @@
+#pragma once
+// The batched K/V layouts the compile suites sample, and a covering sample of a
+// family's batched variants: not the full cross product of layouts, head dims, dtypes
+// and archs, which would cost CI minutes for little the sample does not catch.
+#include <string>
+#include <vector>
+
+#include "fajit/kernel_spec.hpp"
+
+namespace fajit::testing {
+
+struct KvCase {
+    KvLayout layout;
+    int page_size;  // 0 unless paged
+};
+
+// Ragged, and paged with pages smaller than every key step (1, 16: each row looked up),
+// between them (64) and at least as large (256: a step's rows lie in one page).
+std::vector<KvCase> batched_kv_cases();
+
+// Every case of batched_kv_cases() twice, with the family's default tiles; head dims,
+// dtypes, archs and causal modes are taken in turn, so each head dim and each arch meets
+// both kinds of pages.
+std::vector<KernelSpec> batched_sample(const std::string& family, const std::vector<std::string>& archs,
+                                       const std::vector<int>& head_dims);
+
+}  // namespace fajit::testing
