@@ -132,9 +132,8 @@ std::optional<std::string> RemoteTier::rejection(std::string_view name, std::spa
     return std::nullopt;
 }
 
-RemoteTier::Fetched RemoteTier::try_fetch(std::string_view arch, const Key& key,
-                                          const nlohmann::json& required_metadata, std::optional<Entry>& entry) {
-    const std::string name = remote_entry_name(arch, key);
+RemoteTier::Fetched RemoteTier::try_fetch(Request& request, std::optional<Entry>& entry) {
+    const std::string name = remote_entry_name(request.arch, request.key);
     std::optional<std::vector<std::byte>> value;
     try {
         value = config_.storage->get(name);
@@ -144,9 +143,13 @@ RemoteTier::Fetched RemoteTier::try_fetch(std::string_view arch, const Key& key,
         return Fetched::failed;
     }
     if (!value) return Fetched::absent;
-    if (const auto why = rejection(name, *value, required_metadata, entry)) {
-        logger_->warn("fa-jit remote cache: rejected {}: {}; compiling it here", name, *why);
-        count_([](CacheStats& stats) { ++stats.remote_rejected; });
+    if (const auto why = rejection(name, *value, request.required_metadata, entry)) {
+        // A waiter sees the bad value on every poll until it is replaced; it counts once.
+        if (!request.rejected) {
+            logger_->warn("fa-jit remote cache: rejected {}: {}; compiling it here", name, *why);
+            count_([](CacheStats& stats) { ++stats.remote_rejected; });
+        }
+        request.rejected = true;
         return Fetched::absent;
     }
     count_([&](CacheStats& stats) {
@@ -159,7 +162,8 @@ RemoteTier::Fetched RemoteTier::try_fetch(std::string_view arch, const Key& key,
 std::optional<Entry> RemoteTier::fetch(std::string_view arch, const Key& key,
                                        const nlohmann::json& required_metadata) {
     std::optional<Entry> entry;
-    if (usable()) try_fetch(arch, key, required_metadata, entry);
+    Request request{arch, key, required_metadata};
+    if (usable()) try_fetch(request, entry);
     return entry;
 }
 
@@ -181,8 +185,9 @@ bool RemoteTier::push(std::string_view arch, const Key& key, const Entry& entry)
 Entry RemoteTier::fetch_or_produce(std::string_view arch, const Key& key, const nlohmann::json& required_metadata,
                                    const std::function<Entry()>& produce) {
     if (!usable()) return produce();
+    Request request{arch, key, required_metadata};
     std::optional<Entry> entry;
-    const auto fetched = try_fetch(arch, key, required_metadata, entry);
+    const auto fetched = try_fetch(request, entry);
     if (fetched == Fetched::found) return std::move(*entry);
     // One failure per request at most: a slow store costs one timeout, not one per step.
     if (fetched == Fetched::failed) return produce();
@@ -205,7 +210,7 @@ Entry RemoteTier::fetch_or_produce(std::string_view arch, const Key& key, const 
         waited = true;
         // Another machine produces it; its value appears when it is done, or its lock lapses.
         std::this_thread::sleep_for(config_.poll_interval);
-        switch (try_fetch(arch, key, required_metadata, entry)) {
+        switch (try_fetch(request, entry)) {
             case Fetched::found:
                 return std::move(*entry);
             case Fetched::failed:
@@ -220,11 +225,11 @@ Entry RemoteTier::fetch_or_produce(std::string_view arch, const Key& key, const 
             return produce();
         }
     }
-    return produce_under_lock(arch, key, required_metadata, lock_name, produce);
+    return produce_under_lock(request, lock_name, produce);
 }
 
-Entry RemoteTier::produce_under_lock(std::string_view arch, const Key& key, const nlohmann::json& required_metadata,
-                                     const std::string& lock_name, const std::function<Entry()>& produce) {
+Entry RemoteTier::produce_under_lock(Request& request, const std::string& lock_name,
+                                     const std::function<Entry()>& produce) {
     const auto release = [&] {
         try {
             config_.storage->unlock(lock_name, lock_token_);
@@ -234,7 +239,7 @@ Entry RemoteTier::produce_under_lock(std::string_view arch, const Key& key, cons
     };
     // The previous holder may have stored it just before its lock went.
     std::optional<Entry> entry;
-    if (try_fetch(arch, key, required_metadata, entry) == Fetched::found) {
+    if (try_fetch(request, entry) == Fetched::found) {
         release();
         return std::move(*entry);
     }
@@ -247,7 +252,7 @@ Entry RemoteTier::produce_under_lock(std::string_view arch, const Key& key, cons
             release();
             throw;
         }
-        push(arch, key, produced);
+        push(request.arch, request.key, produced);
     }
     release();
     return produced;

@@ -69,13 +69,18 @@ public:
     bool usable();
 
 private:
-    enum class Fetched { found, absent, failed };
-    Fetched try_fetch(std::string_view arch, const Key& key, const nlohmann::json& required_metadata,
-                      std::optional<Entry>& entry);
+    enum class Fetched { found, absent, failed };  // absent: none, or none that passed the checks
+    // One caller's request, across the steps of fetch_or_produce.
+    struct Request {
+        std::string_view arch;
+        const Key& key;
+        const nlohmann::json& required_metadata;
+        bool rejected = false;  // a value was rejected already (counted and warned once)
+    };
+    Fetched try_fetch(Request& request, std::optional<Entry>& entry);
     std::optional<std::string> rejection(std::string_view name, std::span<const std::byte> value,
                                          const nlohmann::json& required_metadata, std::optional<Entry>& entry) const;
-    Entry produce_under_lock(std::string_view arch, const Key& key, const nlohmann::json& required_metadata,
-                             const std::string& lock_name, const std::function<Entry()>& produce);
+    Entry produce_under_lock(Request& request, const std::string& lock_name, const std::function<Entry()>& produce);
     void succeeded();
     void failed(const std::string& what, const RemoteError& error);
 
