@@ -137,11 +137,12 @@ PackResult pack_cache(const DiskCache& cache, const fs::path& archive_path, cons
     nlohmann::json entries = nlohmann::json::array();
     for (const Selected& item : selected)
         entries.push_back({{"arch", item.info.arch}, {"key", item.info.key.hex()}, {"bytes", item.bytes.size()}});
-    const std::string manifest = nlohmann::json{{"format", archive_format_name},
-                                                {"version", archive_format_version},
-                                                {"entry_format_version", entry_format_version},
-                                                {"entries", std::move(entries)}}
-                                     .dump(2);
+    const std::string manifest = nlohmann::json{
+        {"format", archive_format_name},
+        {"version", archive_format_version},
+        {"entry_format_version", entry_format_version},
+        {"entries",
+         std::move(entries)}}.dump(2);
 
     const fs::path temp_path = archive_path.string() + std::string(temp_marker) + std::to_string(::getpid());
     {
@@ -158,7 +159,8 @@ PackResult pack_cache(const DiskCache& cache, const fs::path& archive_path, cons
                 ++result.entries;
                 result.bytes += item.bytes.size();
             }
-            if (archive_write_close(handle.get()) != ARCHIVE_OK) fail(handle.get(), "cannot finish " + temp_path.string());
+            if (archive_write_close(handle.get()) != ARCHIVE_OK)
+                fail(handle.get(), "cannot finish " + temp_path.string());
         } catch (...) {
             std::error_code ignored;
             fs::remove(temp_path, ignored);

@@ -29,7 +29,7 @@ struct PackFilter {
 
 struct PackResult {
     std::uint64_t entries = 0;
-    std::uint64_t bytes = 0;          // of the entries, uncompressed
+    std::uint64_t bytes = 0;            // of the entries, uncompressed
     std::uint64_t skipped_damaged = 0;  // entries that failed their checks and were left out
 };
 

@@ -213,8 +213,8 @@ Entry DiskCache::produce_through_disk(std::string_view arch, const Key& key, con
     count([](CacheStats& stats) { ++stats.misses; });
     // Only one process per machine gets here for a key (the lock above), so the store sees
     // one request per machine.
-    Entry entry = remote_ ? remote_->fetch_or_produce(arch, key, required_metadata, [&] { return timed_produce(produce); })
-                          : timed_produce(produce);
+    const auto compile = [&] { return timed_produce(produce); };
+    Entry entry = remote_ ? remote_->fetch_or_produce(arch, key, required_metadata, compile) : compile();
     publish(arch, key, entry);
     return entry;
 }

@@ -35,8 +35,7 @@ RemoteAddress parse_remote_address(std::string_view text) {
         return address;
     }
     if (!text.starts_with(redis_scheme))
-        throw std::invalid_argument(std::string(text) +
-                                    ": expected redis://host[:port][/db] or unix:///path[?db=N]");
+        throw std::invalid_argument(std::string(text) + ": expected redis://host[:port][/db] or unix:///path[?db=N]");
     std::string_view rest = text.substr(redis_scheme.size());
     if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
         if (slash + 1 < rest.size())

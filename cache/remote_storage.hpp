@@ -25,7 +25,7 @@ public:
 
 // Where the store is: redis://host[:port][/db] or unix:///path/to/socket[?db=N].
 struct RemoteAddress {
-    std::string host;         // empty for a unix socket
+    std::string host;  // empty for a unix socket
     int port = 6379;
     std::string socket_path;  // empty for TCP
     int database = 0;

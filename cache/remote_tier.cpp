@@ -159,8 +159,7 @@ RemoteTier::Fetched RemoteTier::try_fetch(Request& request, std::optional<Entry>
     return Fetched::found;
 }
 
-std::optional<Entry> RemoteTier::fetch(std::string_view arch, const Key& key,
-                                       const nlohmann::json& required_metadata) {
+std::optional<Entry> RemoteTier::fetch(std::string_view arch, const Key& key, const nlohmann::json& required_metadata) {
     std::optional<Entry> entry;
     Request request{arch, key, required_metadata};
     if (usable()) try_fetch(request, entry);

@@ -33,7 +33,8 @@ std::array<unsigned char, tag_size> tag_of(std::string_view name, std::span<cons
 }
 
 bool is_signed(std::span<const std::byte> value) {
-    return value.size() >= signed_prefix_size && std::memcmp(value.data(), signed_magic.data(), signed_magic.size()) == 0;
+    return value.size() >= signed_prefix_size &&
+           std::memcmp(value.data(), signed_magic.data(), signed_magic.size()) == 0;
 }
 
 }  // namespace

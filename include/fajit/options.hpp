@@ -62,7 +62,7 @@ struct Options {
     std::string remote_cache;
     // FAJIT_REMOTE_CACHE_KEY: entries are signed with it, and unsigned or wrongly signed ones refused.
     std::string remote_cache_key;
-    std::chrono::milliseconds remote_connect_timeout{500};    // FAJIT_REMOTE_CACHE_CONNECT_TIMEOUT, ms
+    std::chrono::milliseconds remote_connect_timeout{500};     // FAJIT_REMOTE_CACHE_CONNECT_TIMEOUT, ms
     std::chrono::milliseconds remote_operation_timeout{1000};  // FAJIT_REMOTE_CACHE_TIMEOUT, ms
     // FAJIT_REMOTE_CACHE_BACKOFF, ms: how long the store is left alone after repeated failures.
     std::chrono::milliseconds remote_backoff{std::chrono::seconds(30)};

@@ -14,9 +14,9 @@ cache::DiskCacheConfig disk_cache_config(const Options& options) {
     if (options.remote_cache.empty()) return config;
     try {
         cache::RemoteTierConfig remote;
-        remote.storage = cache::connect_remote_storage(
-            cache::parse_remote_address(options.remote_cache),
-            {options.remote_connect_timeout, options.remote_operation_timeout});
+        remote.storage =
+            cache::connect_remote_storage(cache::parse_remote_address(options.remote_cache),
+                                          {options.remote_connect_timeout, options.remote_operation_timeout});
         remote.signing_key = options.remote_cache_key;
         remote.backoff = options.remote_backoff;
         config.remote = std::move(remote);

@@ -589,12 +589,12 @@ TEST_CASE("pack, then unpack into an empty directory: verify is clean and warm c
     // Filtered packs hold their part only.
     const std::string& second_arch = warm_targets()->second;
     const fs::path one_arch = archive.parent_path() / "one-arch.tar.zst";
-    CHECK(json_of(fa_jit(with_cache({"pack", one_arch.string(), "--arch", second_arch, "--json"}, warmed.root)))
-              ["entries"] == warmed.per_arch.at(second_arch));
+    CHECK(json_of(fa_jit(with_cache({"pack", one_arch.string(), "--arch", second_arch, "--json"},
+                                    warmed.root)))["entries"] == warmed.per_arch.at(second_arch));
     const std::string& family = warm_targets()->first_only_family;
     const fs::path one_family = archive.parent_path() / "one-family.tar.zst";
-    CHECK(json_of(fa_jit(with_cache({"pack", one_family.string(), "--family", family, "--json"}, warmed.root)))
-              ["entries"] == warmed.per_family.at(family));
+    CHECK(json_of(fa_jit(with_cache({"pack", one_family.string(), "--family", family, "--json"},
+                                    warmed.root)))["entries"] == warmed.per_family.at(family));
     const fs::path family_image = fresh_directory("unpacked-family");
     CHECK(fa_jit(with_cache({"unpack", one_family.string()}, family_image)).exit_code == 0);
     CHECK(json_of(fa_jit(with_cache({"ls", "--json"}, family_image))).size() == warmed.per_family.at(family));
@@ -634,15 +634,15 @@ TEST_CASE("a damaged archive is refused with a clear message and stores nothing"
 }
 
 #if FAJIT_TEST_REDIS
-TEST_CASE("warm --remote fills the store; another machine's warm through it compiles nothing; remote ls, stats, clear") {
+TEST_CASE("warm --remote fills the store, a fresh machine's warm through it compiles nothing; remote ls/stats/clear") {
     if (!warm_targets()) return;
     const WarmedCache& warmed = warmed_cache();
     fajit::testing::RedisServer server(fresh_directory("redis"));
     const std::map<std::string, std::string> remote = {{"FAJIT_REMOTE_CACHE", server.url()}};
 
-    const CliRun no_remote = fa_jit(with_cache({"warm", "--remote", "--preset", "llama-3", "--arch", "gfx942"},
-                                               fresh_directory("no-remote")),
-                                    {{"FAJIT_REMOTE_CACHE", ""}});
+    const CliRun no_remote = fa_jit(
+        with_cache({"warm", "--remote", "--preset", "llama-3", "--arch", "gfx942"}, fresh_directory("no-remote")),
+        {{"FAJIT_REMOTE_CACHE", ""}});
     CHECK(no_remote.exit_code == exit_usage);
     CHECK(no_remote.err.find("FAJIT_REMOTE_CACHE") != std::string::npos);
 

@@ -91,7 +91,8 @@ TEST_CASE("with a signing key, entries are stored signed and accepted by another
     CHECK(request(second, compile_log, test_arch, "signed kernel") == compiled_entry(test_arch, "signed kernel"));
     CHECK(second.session_stats().remote_hits == 1);
     CHECK(compiles_in(compile_log).at(std::string(test_arch) + "/signed kernel") == 1);
-    const auto value = raw_store(server.url())->get(remote_entry_name(test_arch, key_of(std::string(test_arch) + "/signed kernel")));
+    const auto value =
+        raw_store(server.url())->get(remote_entry_name(test_arch, key_of(std::string(test_arch) + "/signed kernel")));
     REQUIRE(value);
     CHECK(value->size() > encode_entry(compiled_entry(test_arch, "signed kernel")).size());
 }

@@ -45,8 +45,8 @@ Entry compile_and_record(const std::filesystem::path& compile_log, std::string_v
     return compiled_entry(arch, seed);
 }
 
-Entry request(DiskCache& cache, const std::filesystem::path& compile_log, std::string_view arch,
-              std::string_view seed, std::chrono::milliseconds takes) {
+Entry request(DiskCache& cache, const std::filesystem::path& compile_log, std::string_view arch, std::string_view seed,
+              std::chrono::milliseconds takes) {
     return cache.get_or_create(
         arch, key_of(std::string(arch) + "/" + std::string(seed)),
         [&] { return compile_and_record(compile_log, arch, seed, takes); }, required_for(arch));

@@ -40,8 +40,8 @@ Entry compile_and_record(const std::filesystem::path& compile_log, std::string_v
                          std::chrono::milliseconds takes);
 
 // get_or_create through the fake compiler.
-Entry request(DiskCache& cache, const std::filesystem::path& compile_log, std::string_view arch,
-              std::string_view seed, std::chrono::milliseconds takes = std::chrono::milliseconds(5));
+Entry request(DiskCache& cache, const std::filesystem::path& compile_log, std::string_view arch, std::string_view seed,
+              std::chrono::milliseconds takes = std::chrono::milliseconds(5));
 
 // How often each seed was compiled, from the log.
 std::map<std::string, int> compiles_in(const std::filesystem::path& compile_log);

@@ -22,8 +22,8 @@ TEST_CASE("remote addresses: redis:// with host, port and database, unix:// with
     CHECK(socket.socket_path == "/run/redis/redis.sock");
     CHECK(socket.database == 2);
     CHECK(to_string(full) == "redis://cache.internal:6390/3");
-    for (const char* bad : {"http://host:6379", "redis://", "redis://host:0", "redis://host:70000",
-                            "redis://host:port", "redis://host:6379/x", "unix://relative.sock"}) {
+    for (const char* bad : {"http://host:6379", "redis://", "redis://host:0", "redis://host:70000", "redis://host:port",
+                            "redis://host:6379/x", "unix://relative.sock"}) {
         CAPTURE(bad);
         CHECK_THROWS_AS(parse_remote_address(bad), std::invalid_argument);
     }
@@ -51,7 +51,8 @@ TEST_CASE("a signed value opens only with its key, under its own name, and uncha
     REQUIRE(opened.entry_bytes);
     CHECK(*opened.entry_bytes == entry);
     CHECK_FALSE(unseal_remote_value(name, sealed, "another secret").entry_bytes);
-    CHECK_FALSE(unseal_remote_value(remote_entry_name(other_arch, key_of("signed")), sealed, "fleet secret").entry_bytes);
+    CHECK_FALSE(
+        unseal_remote_value(remote_entry_name(other_arch, key_of("signed")), sealed, "fleet secret").entry_bytes);
     std::vector<std::byte> changed = sealed;
     changed.back() ^= std::byte{1};
     CHECK_FALSE(unseal_remote_value(name, changed, "fleet secret").entry_bytes);

@@ -13,7 +13,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string seed_name(std::string_view arch, std::string_view seed) { return std::string(arch) + "/" + std::string(seed); }
+std::string seed_name(std::string_view arch, std::string_view seed) {
+    return std::string(arch) + "/" + std::string(seed);
+}
 
 std::string name_of(std::string_view arch, std::string_view seed) {
     return remote_entry_name(arch, key_of(seed_name(arch, seed)));
@@ -27,8 +29,8 @@ struct Tampering {
 
 // Stores every seed through one machine, tampers with each stored value, then has a second
 // machine ask for them all; returns that machine's stats.
-CacheStats fetch_tampered(const std::vector<Tampering>& tamperings, const RemoteSettings& settings,
-                          const fs::path& dir, const fs::path& compile_log) {
+CacheStats fetch_tampered(const std::vector<Tampering>& tamperings, const RemoteSettings& settings, const fs::path& dir,
+                          const fs::path& compile_log) {
     {
         CapturedLog log;
         DiskCache writer(remote_config_at(dir / "writer", log, settings));
@@ -71,11 +73,13 @@ TEST_CASE("a flipped byte, a truncated value and another arch's entry under the 
     const std::vector<std::byte> foreign = encode_entry(compiled_entry(other_arch, "moved"));
 
     const std::vector<Tampering> tamperings = {
-        {"flipped", [](std::vector<std::byte> value) {
+        {"flipped",
+         [](std::vector<std::byte> value) {
              value[value.size() / 2] ^= std::byte{0x40};
              return value;
          }},
-        {"truncated", [](std::vector<std::byte> value) {
+        {"truncated",
+         [](std::vector<std::byte> value) {
              value.resize(value.size() - 100);
              return value;
          }},
@@ -103,16 +107,19 @@ TEST_CASE("with a signing key, unsigned and wrongly signed values are rejected a
         // A writer without the key stores a sound entry, unsigned.
         {"unsigned", unsealed("unsigned")},
         // One with another key signs it; so does one that signed it for another name.
-        {"other key", [&](std::vector<std::byte> value) {
+        {"other key",
+         [&](std::vector<std::byte> value) {
              return seal_remote_value(name_of(test_arch, "other key"), unsealed("other key")(std::move(value)),
                                       "a guess");
          }},
-        {"other name", [&](std::vector<std::byte> value) {
+        {"other name",
+         [&](std::vector<std::byte> value) {
              return seal_remote_value(name_of(other_arch, "other name"), unsealed("other name")(std::move(value)),
                                       "fleet secret");
          }},
         // A changed payload behind the old signature.
-        {"changed", [](std::vector<std::byte> value) {
+        {"changed",
+         [](std::vector<std::byte> value) {
              value.back() ^= std::byte{1};
              return value;
          }},

@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
     app.footer(
         "Exit status: 0 success, 1 bad usage (arguments, spec, environment), 2 the operation failed.\n"
         "Environment: FAJIT_CACHE_DIR, FAJIT_CACHE_MAX_SIZE, FAJIT_CACHE_DISABLE, FAJIT_LOG_LEVEL, "
-        "FAJIT_TEMPLATE_DIR, FAJIT_REMOTE_CACHE (and FAJIT_REMOTE_CACHE_*).\nRun fa-jit COMMAND --help for a command's options.");
+        "FAJIT_TEMPLATE_DIR, FAJIT_REMOTE_CACHE (and FAJIT_REMOTE_CACHE_*).\n"
+        "Run fa-jit COMMAND --help for a command's options.");
     app.set_version_flag("--version", FAJIT_VERSION);
     app.require_subcommand(1);
 

@@ -48,8 +48,9 @@ std::vector<RemoteEntry> list_entries(cache::RemoteStorage& storage) {
     for (const cache::RemoteValueInfo& value : storage.list(cache::remote_entry_prefix()))
         if (const auto parsed = cache::parse_remote_entry_name(value.name))
             entries.push_back({parsed->first, parsed->second.hex(), value.size});
-    std::sort(entries.begin(), entries.end(),
-              [](const RemoteEntry& a, const RemoteEntry& b) { return std::tie(a.arch, a.key) < std::tie(b.arch, b.key); });
+    std::sort(entries.begin(), entries.end(), [](const RemoteEntry& a, const RemoteEntry& b) {
+        return std::tie(a.arch, a.key) < std::tie(b.arch, b.key);
+    });
     return entries;
 }
 
@@ -121,8 +122,7 @@ int run_clear(const CommonOptions& common, const std::string& arch) {
     if (common.json)
         std::cout << nlohmann::json{{"removed_entries", removed}}.dump(2) << "\n";
     else
-        std::cout << "removed " << removed << " entries (" << format_bytes(bytes) << ") from " << store.address
-                  << "\n";
+        std::cout << "removed " << removed << " entries (" << format_bytes(bytes) << ") from " << store.address << "\n";
     return exit_success;
 }
 
@@ -144,7 +144,8 @@ Command add_remote_command(CLI::App& app) {
     remote->require_subcommand(1);
     auto* ls = remote->add_subcommand("ls", "list the store's entries");
     add_common_options(*ls, options->ls);
-    auto* stats = remote->add_subcommand("stats", "the store's entries and bytes per arch, and this machine's counters");
+    auto* stats =
+        remote->add_subcommand("stats", "the store's entries and bytes per arch, and this machine's counters");
     add_common_options(*stats, options->stats);
     auto* clear = remote->add_subcommand("clear", "remove the store's entries");
     clear->add_option("--arch", options->arch, "only this arch's entries (full name)");

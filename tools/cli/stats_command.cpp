@@ -86,7 +86,8 @@ int run_stats(const StatsOptions& options, const CommonOptions& common) {
     table.add_row({"lock timeouts", std::to_string(counters.lock_timeouts), ""});
     table.add_row({"failed publishes", std::to_string(counters.publish_failures), ""});
     const std::uint64_t remote_requests = counters.remote_hits + counters.remote_misses;
-    table.add_row({"remote hits", std::to_string(counters.remote_hits), percent(counters.remote_hits, remote_requests)});
+    table.add_row(
+        {"remote hits", std::to_string(counters.remote_hits), percent(counters.remote_hits, remote_requests)});
     table.add_row(
         {"remote misses", std::to_string(counters.remote_misses), percent(counters.remote_misses, remote_requests)});
     table.add_row({"remote errors", std::to_string(counters.remote_errors), "failed or timed out"});

@@ -26,8 +26,7 @@ int run_unpack(const UnpackOptions& options) {
     try {
         result = cache::unpack_cache(*disk_cache, options.file);
     } catch (const cache::ArchiveError& error) {
-        std::cerr << "fa-jit: unpack: refused " << options.file << ": " << error.what()
-                  << "; nothing was stored\n";
+        std::cerr << "fa-jit: unpack: refused " << options.file << ": " << error.what() << "; nothing was stored\n";
         return exit_failed;
     }
     if (options.common.json)
