@@ -44,6 +44,9 @@ DiskCache::DiskCache(DiskCacheConfig config)
       layout_(config_.root),
       logger_(config_.logger ? config_.logger : spdlog::default_logger()),
       creator_pid_(::getpid()) {
+    if (config_.remote && config_.enabled)
+        remote_ = std::make_unique<RemoteTier>(*config_.remote, logger_,
+                                               [this](const std::function<void(CacheStats&)>& event) { count(event); });
     flush_at_exit(this);
 }
 
@@ -159,13 +162,14 @@ PruneResult DiskCache::evict_entries(const std::vector<StoredEntry>& victims) {
     return removed;
 }
 
-Entry DiskCache::get_or_create(std::string_view arch, const Key& key, const std::function<Entry()>& produce) {
+Entry DiskCache::get_or_create(std::string_view arch, const Key& key, const std::function<Entry()>& produce,
+                               const nlohmann::json& required_metadata) {
     if (!config_.enabled) {
         count([](CacheStats& stats) { ++stats.misses; });
         return timed_produce(produce);
     }
-    SingleFlight::Result result =
-        in_process_flights_.run(flight_id(arch, key), [&] { return produce_through_disk(arch, key, produce); });
+    SingleFlight::Result result = in_process_flights_.run(
+        flight_id(arch, key), [&] { return produce_through_disk(arch, key, produce, required_metadata); });
     if (result.shared) count([](CacheStats& stats) { ++stats.hits; });
     return std::move(result.entry);
 }
@@ -177,7 +181,8 @@ std::string DiskCache::flight_id(std::string_view arch, const Key& key) {
     return id;
 }
 
-Entry DiskCache::produce_through_disk(std::string_view arch, const Key& key, const std::function<Entry()>& produce) {
+Entry DiskCache::produce_through_disk(std::string_view arch, const Key& key, const std::function<Entry()>& produce,
+                                      const nlohmann::json& required_metadata) {
     std::optional<Entry> stored;
     if (read_entry(arch, key, stored) == Lookup::found) {
         count([](CacheStats& stats) { ++stats.hits; });
@@ -206,9 +211,19 @@ Entry DiskCache::produce_through_disk(std::string_view arch, const Key& key, con
     }
 
     count([](CacheStats& stats) { ++stats.misses; });
-    Entry entry = timed_produce(produce);
+    // Only one process per machine gets here for a key (the lock above), so the store sees
+    // one request per machine.
+    const auto compile = [&] { return timed_produce(produce); };
+    Entry entry = remote_ ? remote_->fetch_or_produce(arch, key, required_metadata, compile) : compile();
     publish(arch, key, entry);
     return entry;
+}
+
+bool DiskCache::push_to_remote(std::string_view arch, const Key& key) {
+    if (!remote_) return false;
+    std::optional<Entry> stored;
+    if (read_entry(arch, key, stored) != Lookup::found) return false;
+    return remote_->push(arch, key, *stored);
 }
 
 Entry DiskCache::timed_produce(const std::function<Entry()>& produce) {

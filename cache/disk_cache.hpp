@@ -25,6 +25,7 @@
 #include "cache/entry_scan.hpp"
 #include "cache/key.hpp"
 #include "cache/layout.hpp"
+#include "cache/remote_tier.hpp"
 #include "cache/single_flight.hpp"
 #include "cache/stats.hpp"
 
@@ -46,6 +47,8 @@ struct DiskCacheConfig {
     // that hangs in a process that still refreshes its lock).
     std::chrono::milliseconds lock_wait_limit{std::chrono::minutes(10)};
     std::shared_ptr<spdlog::logger> logger{};  // null: spdlog's default logger
+    // The tier behind this one that machines share (remote_tier.hpp); none: this disk only.
+    std::optional<RemoteTierConfig> remote{};
 };
 
 // What list() reports about one entry, and list_failures() about one failure record.
@@ -100,7 +103,14 @@ public:
     // The stored entry, or produce()'s result, stored for next time. Concurrent requests for one
     // key, from threads or processes, run produce once; a process that waits longer than
     // lock_wait_limit produces for itself. Exceptions from produce propagate (to all waiting threads).
-    Entry get_or_create(std::string_view arch, const Key& key, const std::function<Entry()>& produce);
+    // With a remote tier, a local miss asks it before producing, and what is produced is stored
+    // there too; a fetched entry is used only if its metadata has every field of
+    // required_metadata with the same value (its producer's compiler, arch, ...).
+    Entry get_or_create(std::string_view arch, const Key& key, const std::function<Entry()>& produce,
+                        const nlohmann::json& required_metadata = nlohmann::json::object());
+    // Copies a stored entry to the remote tier; false if there is no sound local entry, no
+    // remote tier, or the store failed.
+    bool push_to_remote(std::string_view arch, const Key& key);
     // Removes an entry that turned out unusable, e.g. a code object the GPU loader refused.
     void evict(std::string_view arch, const Key& key);
 
@@ -157,7 +167,8 @@ private:
     void discard_corrupt(const std::filesystem::path& path, std::string_view what, const std::string& why);
     // (arch, key) as one string: the single-flight id, and the key of store_errors_.
     static std::string flight_id(std::string_view arch, const Key& key);
-    Entry produce_through_disk(std::string_view arch, const Key& key, const std::function<Entry()>& produce);
+    Entry produce_through_disk(std::string_view arch, const Key& key, const std::function<Entry()>& produce,
+                               const nlohmann::json& required_metadata);
     Entry timed_produce(const std::function<Entry()>& produce);
     void make_room(std::uint64_t incoming_bytes, const std::filesystem::path& replaced);
     PruneResult evict_entries(const std::vector<StoredEntry>& victims);
@@ -179,6 +190,7 @@ private:
     Layout layout_;
     std::shared_ptr<spdlog::logger> logger_;
     SingleFlight in_process_flights_;
+    std::unique_ptr<RemoteTier> remote_;  // null without a remote tier
 
     mutable std::mutex stats_mutex_;
     CacheStats session_;

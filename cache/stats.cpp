@@ -15,7 +15,13 @@ constexpr auto counters = std::make_tuple(
     std::pair{"corrupt_entries", &CacheStats::corrupt_entries}, std::pair{"evictions", &CacheStats::evictions},
     std::pair{"rejected_entries", &CacheStats::rejected_entries}, std::pair{"lock_waits", &CacheStats::lock_waits},
     std::pair{"lock_timeouts", &CacheStats::lock_timeouts},
-    std::pair{"publish_failures", &CacheStats::publish_failures});
+    std::pair{"publish_failures", &CacheStats::publish_failures}, std::pair{"remote_hits", &CacheStats::remote_hits},
+    std::pair{"remote_misses", &CacheStats::remote_misses}, std::pair{"remote_errors", &CacheStats::remote_errors},
+    std::pair{"remote_rejected", &CacheStats::remote_rejected},
+    std::pair{"remote_bytes_read", &CacheStats::remote_bytes_read},
+    std::pair{"remote_bytes_written", &CacheStats::remote_bytes_written},
+    std::pair{"remote_lock_waits", &CacheStats::remote_lock_waits},
+    std::pair{"remote_lock_timeouts", &CacheStats::remote_lock_timeouts});
 
 template <typename Visitor>
 void for_each_counter(Visitor&& visit) {

@@ -18,6 +18,15 @@ struct CacheStats {
     std::uint64_t lock_waits = 0;        // requests that waited for another producer's lock
     std::uint64_t lock_timeouts = 0;     // waits that gave up and produced anyway
     std::uint64_t publish_failures = 0;  // entries that could not be written (unwritable, full, too big)
+    // The remote tier (remote_tier.hpp).
+    std::uint64_t remote_hits = 0;           // local misses answered by the store
+    std::uint64_t remote_misses = 0;         // local misses the store could not answer
+    std::uint64_t remote_errors = 0;         // operations on the store that failed or timed out
+    std::uint64_t remote_rejected = 0;       // values refused: damaged, unsigned, wrongly signed, not for this key
+    std::uint64_t remote_bytes_read = 0;     // of accepted values
+    std::uint64_t remote_bytes_written = 0;  // of values stored
+    std::uint64_t remote_lock_waits = 0;     // requests that waited for another machine's producer
+    std::uint64_t remote_lock_timeouts = 0;  // waits that gave up and produced anyway
 
     CacheStats& operator+=(const CacheStats& other);
     bool operator==(const CacheStats&) const = default;

@@ -8,7 +8,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
-host_packages=(g++ cmake make libspdlog-dev libxxhash-dev doctest-dev libcli11-dev nlohmann-json3-dev)
+host_packages=(g++ cmake make libspdlog-dev libxxhash-dev doctest-dev libcli11-dev nlohmann-json3-dev
+               redis-server libhiredis-dev libssl-dev libarchive-dev pkg-config)
 
 choose() {
   if [[ -n "${FAJIT_BUILD_ENV:-}" ]]; then echo "$FAJIT_BUILD_ENV"; return; fi

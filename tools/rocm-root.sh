@@ -12,10 +12,14 @@ set -euo pipefail
 
 root="${FAJIT_ROCM_ROOT:-/var/cache/fa-jit/rocm-root}"
 checkout="$(cd "$(dirname "$0")/.." && pwd)"
-stamp="$root/.fa-jit-provisioned-v1"
+# The stamp's version names the package list below; a root with an older stamp gets the
+# packages added since installed into it, without a new bootstrap.
+stamp="$root/.fa-jit-provisioned-v2"
+older_stamps=("$root/.fa-jit-provisioned-v1")
 
 packages=(libamdhip64-dev libhiprtc-builtins5 rocm-device-libs-17 llvm-17 g++ cmake make
-          libspdlog-dev libxxhash-dev doctest-dev libcli11-dev nlohmann-json3-dev python3)
+          libspdlog-dev libxxhash-dev doctest-dev libcli11-dev nlohmann-json3-dev python3
+          redis-server libhiredis-dev libssl-dev libarchive-dev pkg-config)
 
 host_mirror() {
   local uri
@@ -28,11 +32,33 @@ host_mirror() {
   echo "$uri"
 }
 
+install_packages() {
+  chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends "${packages[@]}" >/tmp/fa-jit-rootpkgs.log 2>&1 || {
+    tail -n 30 /tmp/fa-jit-rootpkgs.log >&2; exit 1; }
+}
+
+# apt-get inside an existing root, with /proc and /dev there for packages' scripts.
+upgrade() {
+  echo "rocm-root: installing the packages added since $root was provisioned"
+  unshare --mount --propagation private -- /usr/bin/env ROOT="$root" bash -euc '
+    for dir in /proc /dev /sys; do mkdir -p "$ROOT$dir"; mount --bind "$dir" "$ROOT$dir"; done
+    chroot "$ROOT" /usr/bin/env DEBIAN_FRONTEND=noninteractive apt-get update -qq' >/tmp/fa-jit-rootpkgs.log 2>&1 || {
+    tail -n 30 /tmp/fa-jit-rootpkgs.log >&2; exit 1; }
+  install_packages
+  # The older stamps stay: checkouts of older versions share the root and still reuse it
+  # (without one they would bootstrap it afresh, removing it under everyone else).
+  touch "$stamp"
+}
+
 provision() {
   if [[ -f "$stamp" ]]; then
     echo "rocm-root: reusing $root"
     return
   fi
+  for older in "${older_stamps[@]}"; do
+    if [[ -f "$older" ]]; then upgrade; return; fi
+  done
   command -v debootstrap >/dev/null || {
     echo "rocm-root: installing debootstrap"
     apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
@@ -43,9 +69,7 @@ provision() {
   debootstrap --variant=minbase trixie "$root" "$mirror" >/tmp/fa-jit-debootstrap.log 2>&1 || {
     tail -n 30 /tmp/fa-jit-debootstrap.log >&2; exit 1; }
   echo "rocm-root: installing ROCm 5.7.1 and build dependencies"
-  chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    --no-install-recommends "${packages[@]}" >/tmp/fa-jit-rootpkgs.log 2>&1 || {
-    tail -n 30 /tmp/fa-jit-rootpkgs.log >&2; exit 1; }
+  install_packages
   touch "$stamp"
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Every setting of fa-jit, in one place. Programs fill it from their arguments; the
 // library fills what they leave unset from FAJIT_* environment variables.
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -59,6 +60,16 @@ struct Options {
     // are read back and checked before the launch, which waits for the stream. Off trusts
     // them, as CUDA graph capture needs; kernels still keep page reads inside the cache.
     bool check_indices = true;
+
+    // The fleet cache: a store machines share behind the disk cache (README "Fleet cache").
+    // FAJIT_REMOTE_CACHE: redis://host[:port][/db] or unix:///path[?db=N]; empty: none.
+    std::string remote_cache;
+    // FAJIT_REMOTE_CACHE_KEY: entries are signed with it, and unsigned or wrongly signed ones refused.
+    std::string remote_cache_key;
+    std::chrono::milliseconds remote_connect_timeout{500};     // FAJIT_REMOTE_CACHE_CONNECT_TIMEOUT, ms
+    std::chrono::milliseconds remote_operation_timeout{1000};  // FAJIT_REMOTE_CACHE_TIMEOUT, ms
+    // FAJIT_REMOTE_CACHE_BACKOFF, ms: how long the store is left alone after repeated failures.
+    std::chrono::milliseconds remote_backoff{std::chrono::seconds(30)};
 
     // Reads FAJIT_* variables over the defaults; a setting in overrides (same names and
     // syntax as the variables) replaces the variable. Throws InvalidOption naming the

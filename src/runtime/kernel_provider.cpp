@@ -8,27 +8,17 @@
 #include "backend/dynamic_library.hpp"
 #include "cache/layout.hpp"
 #include "codegen/emitter.hpp"
+#include "runtime/disk_cache_config.hpp"
 #include "runtime/kernel_key.hpp"
 
 namespace fajit {
-namespace {
-
-cache::DiskCacheConfig disk_config(const Options& options) {
-    cache::DiskCacheConfig config;
-    config.root = options.cache_dir;
-    config.max_bytes = options.cache_max_bytes;
-    config.enabled = !options.cache_disabled && !options.cache_dir.empty();
-    return config;
-}
-
-}  // namespace
 
 KernelProvider::KernelProvider(const Options& options, const std::vector<std::unique_ptr<Backend>>& backends)
     : templates_(options.template_dir),
       compile_options_(options.debug_counters ? std::vector<std::string>{"-DFAJIT_DEBUG_COUNTERS=1"}
                                               : std::vector<std::string>{}),
       backends_(backends),
-      disk_(disk_config(options)),
+      disk_(disk_cache_config(options)),
       in_memory_bound_(options.max_loaded_kernels) {
     // The compiler identity in every key hashes the compiler libraries; remembering those
     // hashes in the cache spares a new process reading them again before its first hit.
@@ -102,7 +92,9 @@ CompiledKernel KernelProvider::get(const KernelSpec& spec) {
     // An entry can pass its checksum and still lack a kernel name (written by a
     // broken producer); such an entry is replaced by a fresh compile, once.
     for (int attempt = 0; attempt < 2; ++attempt) {
-        const cache::Entry entry = disk_.get_or_create(spec.arch, key, produce);
+        // A fleet's store is shared: its entry must name the arch and compiler this key is for.
+        const cache::Entry entry =
+            disk_.get_or_create(spec.arch, key, produce, {{"arch", spec.arch}, {"compiler", compiler}});
         kernel.code = entry.payload;
         kernel.lowered_name = entry.metadata.value("lowered_name", "");
         kernel.log = entry.metadata.value("log", "");

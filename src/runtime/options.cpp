@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "cache/remote_storage.hpp"
 #include "families/registry.hpp"
 
 namespace fajit {
@@ -13,7 +14,11 @@ namespace {
 constexpr std::string_view setting_names[] = {"FAJIT_CACHE_DIR",    "FAJIT_CACHE_MAX_SIZE",    "FAJIT_CACHE_DISABLE",
                                               "FAJIT_TEMPLATE_DIR", "FAJIT_LOG_LEVEL",         "FAJIT_DEBUG_COUNTERS",
                                               "FAJIT_FAMILY",       "FAJIT_FORCE_FALLBACK",    "FAJIT_TILE",
-                                              "FAJIT_STRICT",       "FAJIT_MAX_LOADED_KERNELS", "FAJIT_CHECK_INDICES"};
+                                              "FAJIT_STRICT",       "FAJIT_MAX_LOADED_KERNELS", "FAJIT_CHECK_INDICES",
+                                              // The fleet cache.
+                                              "FAJIT_REMOTE_CACHE", "FAJIT_REMOTE_CACHE_KEY",
+                                              "FAJIT_REMOTE_CACHE_CONNECT_TIMEOUT", "FAJIT_REMOTE_CACHE_TIMEOUT",
+                                              "FAJIT_REMOTE_CACHE_BACKOFF"};
 
 using Overrides = std::map<std::string, std::string, std::less<>>;
 
@@ -24,6 +29,14 @@ std::optional<std::string> setting(const Overrides& overrides, const char* name)
     const char* value = std::getenv(name);
     if (!value || !*value) return std::nullopt;
     return std::string(value);
+}
+
+std::chrono::milliseconds parse_milliseconds(const char* name, const std::string& value) {
+    unsigned number = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (ec != std::errc{} || end != value.data() + value.size() || number == 0)
+        throw InvalidOption(std::string(name) + "=" + value + ": expected a positive number of milliseconds");
+    return std::chrono::milliseconds(number);
 }
 
 bool parse_flag(const char* name, const std::string& value) {
@@ -150,6 +163,22 @@ Options Options::from_environment(const Overrides& overrides) {
     if (auto strict = environment("FAJIT_STRICT")) options.strict = parse_flag("FAJIT_STRICT", *strict);
     if (auto check = environment("FAJIT_CHECK_INDICES"))
         options.check_indices = parse_flag("FAJIT_CHECK_INDICES", *check);
+
+    if (auto remote = environment("FAJIT_REMOTE_CACHE")) {
+        try {
+            cache::parse_remote_address(*remote);
+        } catch (const std::invalid_argument& error) {
+            throw InvalidOption("FAJIT_REMOTE_CACHE=" + std::string(error.what()));
+        }
+        options.remote_cache = *remote;
+    }
+    if (auto key = environment("FAJIT_REMOTE_CACHE_KEY")) options.remote_cache_key = *key;
+    if (auto timeout = environment("FAJIT_REMOTE_CACHE_CONNECT_TIMEOUT"))
+        options.remote_connect_timeout = parse_milliseconds("FAJIT_REMOTE_CACHE_CONNECT_TIMEOUT", *timeout);
+    if (auto timeout = environment("FAJIT_REMOTE_CACHE_TIMEOUT"))
+        options.remote_operation_timeout = parse_milliseconds("FAJIT_REMOTE_CACHE_TIMEOUT", *timeout);
+    if (auto backoff = environment("FAJIT_REMOTE_CACHE_BACKOFF"))
+        options.remote_backoff = parse_milliseconds("FAJIT_REMOTE_CACHE_BACKOFF", *backoff);
     return options;
 }
 

@@ -13,6 +13,9 @@
 #include "cli_process.hpp"
 #include "support/scratch_directory.hpp"
 #include "support/compile_support.hpp"
+#if FAJIT_TEST_REDIS
+#include "support/redis_server.hpp"
+#endif
 
 namespace {
 
@@ -127,10 +130,15 @@ std::vector<fs::path> entry_files(const fs::path& arch_directory) {
 }  // namespace
 
 TEST_CASE("every subcommand answers --help with exit 0") {
-    for (const char* command :
-         {"warm", "ls", "stats", "verify", "prune", "clear", "emit", "compile", "devices", "bench"}) {
-        const CliRun run = fa_jit({command, "--help"});
-        INFO(command << ": " << run.err);
+    for (std::vector<std::string> command :
+         std::vector<std::vector<std::string>>{{"warm"},    {"ls"},     {"stats"},           {"verify"},
+                                               {"prune"},   {"clear"},  {"emit"},            {"compile"},
+                                               {"devices"}, {"bench"},  {"remote", "ls"},    {"remote", "stats"},
+                                               {"remote", "clear"},     {"pack"},            {"unpack"}}) {
+        INFO(command.front() << " " << command.back());
+        command.push_back("--help");
+        const CliRun run = fa_jit(command);
+        INFO(run.err);
         CHECK(run.exit_code == 0);
         CHECK(run.out.find("--cache-dir") != std::string::npos);
         CHECK(run.out.find("--json") != std::string::npos);
@@ -536,3 +544,145 @@ TEST_CASE("bench times the selected variant against scalar on a GPU, and says wh
     CHECK(report["fallback"]["spec"].get<std::string>().find("family=scalar") == 0);
     CHECK(report["speedup"].get<double>() > 0.0);
 }
+
+namespace {
+
+// Every file under root whose name marks an unfinished write (the pack's or an entry's).
+std::vector<fs::path> temp_files_under(const fs::path& root) {
+    std::vector<fs::path> found;
+    if (!fs::exists(root)) return found;
+    for (const auto& item : fs::recursive_directory_iterator(root))
+        if (item.path().filename().string().find(".tmp.") != std::string::npos) found.push_back(item.path());
+    return found;
+}
+
+bool fleet_cache_built() {
+    if (!FAJIT_TEST_FLEET_CACHE) MESSAGE("skipped: this build has no fleet cache (FAJIT_FLEET_CACHE off)");
+    return FAJIT_TEST_FLEET_CACHE;
+}
+
+}  // namespace
+
+TEST_CASE("pack, then unpack into an empty directory: verify is clean and warm compiles nothing") {
+    if (!warm_targets() || !fleet_cache_built()) return;
+    const WarmedCache& warmed = warmed_cache();
+    const fs::path archive = fresh_directory("pack") / "kernels.tar.zst";
+    fs::create_directories(archive.parent_path());
+    const CliRun packed = fa_jit(with_cache({"pack", archive.string(), "--json"}, warmed.root));
+    INFO("pack: " << packed.err);
+    REQUIRE(packed.exit_code == 0);
+    CHECK(json_of(packed)["entries"] == warmed.variants);
+    CHECK(temp_files_under(archive.parent_path()).empty());
+
+    const fs::path image = fresh_directory("unpacked");
+    const CliRun unpacked = fa_jit(with_cache({"unpack", archive.string(), "--json"}, image));
+    INFO("unpack: " << unpacked.err);
+    REQUIRE(unpacked.exit_code == 0);
+    CHECK(json_of(unpacked)["entries"] == warmed.variants);
+    const CliRun verified = fa_jit(with_cache({"verify", "--json"}, image));
+    CHECK(verified.exit_code == 0);
+    CHECK(json_of(verified)["checked"] == warmed.variants);
+    const json warm = json_of(fa_jit(with_cache(warm_preset_args(*warm_targets()), image)));
+    CHECK(warm["compiled"] == 0);
+    CHECK(warm["cached"] == warmed.variants);
+
+    // Filtered packs hold their part only.
+    const std::string& second_arch = warm_targets()->second;
+    const fs::path one_arch = archive.parent_path() / "one-arch.tar.zst";
+    CHECK(json_of(fa_jit(with_cache({"pack", one_arch.string(), "--arch", second_arch, "--json"},
+                                    warmed.root)))["entries"] == warmed.per_arch.at(second_arch));
+    const std::string& family = warm_targets()->first_only_family;
+    const fs::path one_family = archive.parent_path() / "one-family.tar.zst";
+    CHECK(json_of(fa_jit(with_cache({"pack", one_family.string(), "--family", family, "--json"},
+                                    warmed.root)))["entries"] == warmed.per_family.at(family));
+    const fs::path family_image = fresh_directory("unpacked-family");
+    CHECK(fa_jit(with_cache({"unpack", one_family.string()}, family_image)).exit_code == 0);
+    CHECK(json_of(fa_jit(with_cache({"ls", "--json"}, family_image))).size() == warmed.per_family.at(family));
+    const CliRun bad_family = fa_jit(with_cache({"pack", one_family.string(), "--family", "no-such"}, warmed.root));
+    CHECK(bad_family.exit_code == exit_usage);
+    CHECK(bad_family.err.find("--family=no-such") != std::string::npos);
+}
+
+TEST_CASE("a damaged archive is refused with a clear message and stores nothing") {
+    if (!warm_targets() || !fleet_cache_built()) return;
+    const fs::path work = fresh_directory("damaged-pack");
+    fs::create_directories(work);
+    const fs::path archive = work / "kernels.tar.zst";
+    REQUIRE(fa_jit(with_cache({"pack", archive.string()}, warmed_cache().root)).exit_code == 0);
+    const auto bytes = [&] {
+        std::ifstream in(archive, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    }();
+    const auto damaged = [&](const std::string& name, std::string content) {
+        const fs::path path = work / name;
+        std::ofstream(path, std::ios::binary) << content;
+        return path;
+    };
+    std::string flipped = bytes;
+    flipped[flipped.size() / 2] ^= 0x20;
+    for (const fs::path& bad : {damaged("flipped", flipped), damaged("truncated", bytes.substr(0, bytes.size() / 2)),
+                                damaged("not-an-archive", "just text\n")}) {
+        CAPTURE(bad.filename().string());
+        const fs::path image = fresh_directory("refused");
+        const CliRun run = fa_jit(with_cache({"unpack", bad.string()}, image));
+        CHECK(run.exit_code == exit_failed);
+        CHECK(run.err.find("refused " + bad.string()) != std::string::npos);
+        CHECK(run.err.find("nothing was stored") != std::string::npos);
+        CHECK(json_of(fa_jit(with_cache({"ls", "--json"}, image))).empty());
+        CHECK(temp_files_under(image).empty());
+    }
+}
+
+#if FAJIT_TEST_REDIS
+TEST_CASE("warm --remote fills the store, a fresh machine's warm through it compiles nothing; remote ls/stats/clear") {
+    if (!warm_targets()) return;
+    const WarmedCache& warmed = warmed_cache();
+    fajit::testing::RedisServer server(fresh_directory("redis"));
+    const std::map<std::string, std::string> remote = {{"FAJIT_REMOTE_CACHE", server.url()}};
+
+    const CliRun no_remote = fa_jit(
+        with_cache({"warm", "--remote", "--preset", "llama-3", "--arch", "gfx942"}, fresh_directory("no-remote")),
+        {{"FAJIT_REMOTE_CACHE", ""}});
+    CHECK(no_remote.exit_code == exit_usage);
+    CHECK(no_remote.err.find("FAJIT_REMOTE_CACHE") != std::string::npos);
+
+    // The variants are found locally, and pushed.
+    std::vector<std::string> push_args = warm_preset_args(*warm_targets());
+    push_args.push_back("--remote");
+    const CliRun push = fa_jit(with_cache(push_args, copy_of_warmed_cache()), remote);
+    INFO("warm --remote: " << push.err);
+    CHECK(push.exit_code == 0);
+    CHECK(json_of(push)["remote_not_pushed"] == 0);
+    const json listed = json_of(fa_jit({"remote", "ls", "--json"}, remote));
+    CHECK(listed["entries"].size() == warmed.variants);
+    const json remote_stats = json_of(fa_jit({"remote", "stats", "--json"}, remote));
+    CHECK(remote_stats["entries"] == warmed.variants);
+    for (const auto& [arch, count] : warmed.per_arch) CHECK(remote_stats["per_arch"][arch]["entries"] == count);
+
+    // A machine with an empty cache gets every variant from the store.
+    const fs::path fresh_machine = fresh_directory("fresh-machine");
+    const json fetched = json_of(fa_jit(with_cache(warm_preset_args(*warm_targets()), fresh_machine), remote));
+    CHECK(fetched["compiled"] == 0);
+    CHECK(fetched["cached"] == warmed.variants);
+    const json stats = json_of(fa_jit(with_cache({"stats", "--json"}, fresh_machine)));
+    CHECK(stats["counters"]["compiles"] == 0);
+    CHECK(stats["counters"]["remote_hits"] == warmed.variants);
+    CHECK(stats["counters"]["remote_rejected"] == 0);
+    CHECK(stats["counters"]["remote_bytes_read"].get<std::uint64_t>() > 0);
+    const CliRun table = fa_jit(with_cache({"stats"}, fresh_machine));
+    CHECK(std::regex_search(table.out, std::regex("remote hits +" + std::to_string(warmed.variants) + "\\b")));
+
+    const json cleared = json_of(fa_jit({"remote", "clear", "--json"}, remote));
+    CHECK(cleared["removed_entries"] == warmed.variants);
+    CHECK(json_of(fa_jit({"remote", "ls", "--json"}, remote))["entries"].empty());
+
+    server.kill_hard();
+    const CliRun dead = fa_jit({"remote", "ls"}, remote);
+    CHECK(dead.exit_code == exit_failed);
+    CHECK(dead.err.find("remote cache:") != std::string::npos);
+}
+#else
+TEST_CASE("fa-jit remote against a real server") {
+    MESSAGE("skipped: this build has no fleet cache or found no redis-server");
+}
+#endif

@@ -8,6 +8,9 @@
     src/, tools/ or tests/. Tests and tools reach devices through the Backend interface.
  3. The folders of src/ depend on each other without a cycle, judged by their
     #include "folder/file" lines.
+ 4. The fleet cache's client libraries stay behind cache/'s interfaces: hiredis is included
+    only by cache/redis_storage.cpp (behind RemoteStorage), OpenSSL only by
+    cache/remote_value.cpp, libarchive only by cache/cache_archive.cpp.
 
 Prints every violation and exits 1 when there is one.  Usage: check_layering.py SOURCE_ROOT
 """
@@ -72,6 +75,27 @@ def check_gpu_apis(root):
     return problems
 
 
+CLIENT_HEADERS = {
+    re.compile(r'#\s*include\s*[<"]hiredis/'): "cache/redis_storage.cpp",
+    re.compile(r'#\s*include\s*[<"]openssl/'): "cache/remote_value.cpp",
+    re.compile(r'#\s*include\s*[<"]archive(_entry)?\.h'): "cache/cache_archive.cpp",
+}
+
+
+def check_client_libraries(root):
+    problems = []
+    for folder in ("cache", "src", "tools", "tests"):
+        for path in code_files(root, folder):
+            relative = path.relative_to(root).as_posix()
+            text = without_comments(path.read_text())
+            for pattern, owner in CLIENT_HEADERS.items():
+                if relative == owner:
+                    continue
+                for line, match in lines_matching(pattern, text):
+                    problems.append(f"{relative}:{line}: only {owner} includes this client library: {match}")
+    return problems
+
+
 def folder_graph(root):
     """Edges between src/ folders, each with the include lines that make it."""
     src = root / "src"
@@ -124,7 +148,8 @@ def main():
     root = pathlib.Path(sys.argv[1]).resolve()
     checks = [("cache/ knows no GPU and no src/", check_cache),
               ("only src/backend/ touches HIP or CUDA", check_gpu_apis),
-              ("no include cycle between src/ folders", check_folder_cycles)]
+              ("no include cycle between src/ folders", check_folder_cycles),
+              ("each fleet cache client library behind its one file", check_client_libraries)]
     failed = 0
     for title, check in checks:
         problems = check(root)

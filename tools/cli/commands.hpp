@@ -24,5 +24,8 @@ Command add_emit_command(CLI::App& app);
 Command add_compile_command(CLI::App& app);
 Command add_devices_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+Command add_remote_command(CLI::App& app);
+Command add_pack_command(CLI::App& app);
+Command add_unpack_command(CLI::App& app);
 
 }  // namespace fajit::cli

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "exit_codes.hpp"
+#include "runtime/disk_cache_config.hpp"
 
 namespace fajit::cli {
 namespace {
@@ -54,9 +55,8 @@ std::unique_ptr<cache::DiskCache> open_disk_cache(const fajit::Options& options)
         throw UsageError(
             "no cache directory: pass --cache-dir or set FAJIT_CACHE_DIR (neither XDG_CACHE_HOME nor "
             "HOME is set)");
-    cache::DiskCacheConfig config;
-    config.root = options.cache_dir;
-    config.max_bytes = options.cache_max_bytes;
+    cache::DiskCacheConfig config = disk_cache_config(options);
+    config.enabled = true;
     return std::make_unique<cache::DiskCache>(std::move(config));
 }
 

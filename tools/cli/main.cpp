@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
     app.footer(
         "Exit status: 0 success, 1 bad usage (arguments, spec, environment), 2 the operation failed.\n"
         "Environment: FAJIT_CACHE_DIR, FAJIT_CACHE_MAX_SIZE, FAJIT_CACHE_DISABLE, FAJIT_LOG_LEVEL, "
-        "FAJIT_TEMPLATE_DIR.\nRun fa-jit COMMAND --help for a command's options.");
+        "FAJIT_TEMPLATE_DIR, FAJIT_REMOTE_CACHE (and FAJIT_REMOTE_CACHE_*).\n"
+        "Run fa-jit COMMAND --help for a command's options.");
     app.set_version_flag("--version", FAJIT_VERSION);
     app.require_subcommand(1);
 
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
         add_warm_command(app),   add_ls_command(app),      add_stats_command(app),
         add_verify_command(app), add_prune_command(app),   add_clear_command(app),
         add_emit_command(app),   add_compile_command(app), add_devices_command(app), add_bench_command(app),
+        add_remote_command(app), add_pack_command(app),    add_unpack_command(app),
     };
     try {
         app.parse(argc, argv);

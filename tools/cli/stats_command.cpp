@@ -85,6 +85,18 @@ int run_stats(const StatsOptions& options, const CommonOptions& common) {
     table.add_row({"lock waits", std::to_string(counters.lock_waits), ""});
     table.add_row({"lock timeouts", std::to_string(counters.lock_timeouts), ""});
     table.add_row({"failed publishes", std::to_string(counters.publish_failures), ""});
+    const std::uint64_t remote_requests = counters.remote_hits + counters.remote_misses;
+    table.add_row(
+        {"remote hits", std::to_string(counters.remote_hits), percent(counters.remote_hits, remote_requests)});
+    table.add_row(
+        {"remote misses", std::to_string(counters.remote_misses), percent(counters.remote_misses, remote_requests)});
+    table.add_row({"remote errors", std::to_string(counters.remote_errors), "failed or timed out"});
+    table.add_row({"remote entries rejected", std::to_string(counters.remote_rejected),
+                   "damaged, unsigned, wrongly signed or not for the key"});
+    table.add_row({"remote read", format_bytes(counters.remote_bytes_read), ""});
+    table.add_row({"remote written", format_bytes(counters.remote_bytes_written), ""});
+    table.add_row({"remote lock waits", std::to_string(counters.remote_lock_waits), ""});
+    table.add_row({"remote lock timeouts", std::to_string(counters.remote_lock_timeouts), ""});
     table.add_row({"entries", std::to_string(total.entries), ""});
     table.add_row(
         {"size", format_bytes(total.bytes) + " / " + format_bytes(max_bytes), percent(total.bytes, max_bytes)});

@@ -33,6 +33,7 @@ struct WarmOptions {
     int jobs = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     bool dry_run = false;
     bool list_presets = false;
+    bool remote = false;
 };
 
 int list_presets(bool json) {
@@ -93,10 +94,23 @@ int print_plan(const std::vector<KernelSpec>& specs, bool json) {
     return exit_success;
 }
 
+// Stores every variant the cache holds in the remote tier too, those found as well as those
+// compiled; returns how many could not be.
+std::size_t push_to_remote(const std::vector<WarmResult>& results, cache::DiskCache& disk) {
+    std::size_t failed = 0;
+    for (const WarmResult& result : results) {
+        if (result.outcome != WarmOutcome::compiled && result.outcome != WarmOutcome::cached) continue;
+        if (!disk.push_to_remote(result.spec.arch, *cache::Key::from_hex(result.key))) ++failed;
+    }
+    return failed;
+}
+
 int run_warm(WarmOptions& options, const CommonOptions& common) {
     if (options.list_presets) return list_presets(common.json);
     if (options.jobs < 1) throw UsageError("--jobs=" + std::to_string(options.jobs) + ": must be at least 1");
     const fajit::Options library_options = resolve_options(common);
+    if (options.remote && library_options.remote_cache.empty())
+        throw UsageError("--remote: no remote cache; set FAJIT_REMOTE_CACHE=redis://host:port/db");
     if (library_options.cache_dir.empty() || library_options.cache_disabled)
         throw UsageError(
             "the disk cache is off (no cache directory, or FAJIT_CACHE_DISABLE=1): warming would keep "
@@ -109,16 +123,22 @@ int run_warm(WarmOptions& options, const CommonOptions& common) {
     const auto start = std::chrono::steady_clock::now();
     auto results = warm_variants(runtime, specs, options.jobs, *progress);
     const double wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    confirm_stored(results, *open_disk_cache(library_options));
+    const auto disk_cache = open_disk_cache(library_options);
+    confirm_stored(results, *disk_cache);
+    const std::size_t unpushed = options.remote ? push_to_remote(results, *disk_cache) : 0;
 
     const WarmTotals totals = total_up(results, wall_seconds, options.jobs);
     print_failures(results, failure_log_lines, std::cerr);
     print_not_stored(results, std::cerr);
-    if (common.json)
-        std::cout << warm_report_json(results, totals).dump(2) << "\n";
-    else
+    if (unpushed) std::cerr << "fa-jit: warm: " << unpushed << " variants could not be pushed to the remote cache\n";
+    if (common.json) {
+        nlohmann::json report = warm_report_json(results, totals);
+        if (options.remote) report["remote_not_pushed"] = unpushed;
+        std::cout << report.dump(2) << "\n";
+    } else {
         print_warm_summary(totals, std::cout);
-    return totals.failed || totals.not_stored ? exit_failed : exit_success;
+    }
+    return totals.failed || totals.not_stored || unpushed ? exit_failed : exit_success;
 }
 
 }  // namespace
@@ -156,6 +176,8 @@ Command add_warm_command(CLI::App& app) {
         ->check(CLI::ExistingFile);
     warm->add_option("-j,--jobs", options->jobs, "parallel compiles (default: the number of cores)");
     warm->add_flag("-n,--dry-run", options->dry_run, "list the variants without compiling them");
+    warm->add_flag("--remote", options->remote,
+                   "also push every warmed variant, compiled or found, to the remote cache (FAJIT_REMOTE_CACHE)");
     add_common_options(*warm, options->common);
     return {warm, [options] { return run_warm(*options, options->common); }};
 }
