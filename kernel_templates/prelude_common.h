@@ -51,10 +51,9 @@ struct fa_params {
     int total_q;
     int max_pages_per_seq;
     int num_pages;
-    int num_splits;
-    int keys_per_split;
+    int num_splits;  // 1 when the key range is not split
 };
-static_assert(sizeof(fa_params) == 240, "fa_params layout changed: update kernel_arguments.hpp too");
+static_assert(sizeof(fa_params) == 232, "fa_params layout changed: update kernel_arguments.hpp too");
 
 // ---- element types: 16-bit floats are raw bits so no toolkit header is needed --
 struct fa_f16 {

@@ -60,6 +60,10 @@ struct Options {
     // are read back and checked before the launch, which waits for the stream. Off trusts
     // them, as CUDA graph capture needs; kernels still keep page reads inside the cache.
     bool check_indices = true;
+    // FAJIT_DECODE_SPLITS: the split count of every split-KV decode launch (1..64); 0 (the
+    // default) plans it per call from the batch, KV heads, keys and compute units. A
+    // pinned count keeps a captured CUDA graph's grid and workspace right at any length.
+    int decode_splits = 0;
 
     // The fleet cache: a store machines share behind the disk cache (README "Fleet cache").
     // FAJIT_REMOTE_CACHE: redis://host[:port][/db] or unix:///path[?db=N]; empty: none.

@@ -1,6 +1,6 @@
 #pragma once
-// A device allocation of one backend, released on every path, with typed copies. For
-// tools, tests and benchmarks: engines own their memory and never need one.
+// A device allocation of one backend, released on every path, with typed copies: the
+// runtime's split-KV workspaces, and tools, tests and benchmarks.
 #include <cstddef>
 #include <vector>
 

@@ -3,6 +3,7 @@
 // A new family is its template in kernel_templates/, one descriptor (a .cpp file in
 // this folder), and one row in the variant table (registry.cpp).
 #include <array>
+#include <cstddef>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,6 +36,14 @@ struct SharedLayout {
     std::array<LayoutConstant, 2> constants{};  // e.g. {"kv_stages", 3}
 };
 
+// How a family that splits the key range over blocks (split-KV decode) runs one call:
+// the split count and the workspace its partial results need.
+struct SplitPlan {
+    int num_splits = 1;
+    std::size_t partial_floats = 0;  // f32 partial results, for all splits
+    std::size_t arrival_counters = 0;  // one per (sequence, KV head), zero between launches
+};
+
 struct FamilyDescriptor {
     std::string_view name;           // as spec text spells it
     std::string_view template_file;  // in kernel_templates/
@@ -49,12 +58,22 @@ struct FamilyDescriptor {
     // The family's own rules (tiles, registers, margin) for a spec whose arch, head dim
     // and dtype it supports: empty, or a message naming the field, as validate() gives.
     std::string (*check)(const KernelSpec&);
+    // Whether spec can run calls of this shape: empty, or why not (null: every shape the
+    // spec's fields allow). The dispatcher passes over a family that refuses, and
+    // Runtime::run refuses such a call.
+    std::string (*refuses_shape)(const KernelSpec&, const ShapeClass&) = nullptr;
     // Tiles for a shape: the dispatcher's choice, and with QueryLength::large the
     // defaults of spec text.
     Tile (*choose_tile)(const ShapeClass&, std::string_view arch);
     SharedLayout (*shared_layout)(const KernelSpec&);
     unsigned (*shared_limit)(std::string_view arch);  // the most shared memory a block may use
-    LaunchShape (*launch_shape)(const KernelSpec&, const AttentionArgs&, const SharedLayout&, int compute_units);
+    // num_splits: the plan's split count for a family that splits, else 1.
+    LaunchShape (*launch_shape)(const KernelSpec&, const AttentionArgs&, const SharedLayout&, int compute_units,
+                                int num_splits);
+    // Families that split the key range: the plan of one call. requested_splits > 0 pins
+    // the count (FAJIT_DECODE_SPLITS); 0 lets the shape and the compute units decide.
+    SplitPlan (*plan_splits)(const KernelSpec&, const AttentionArgs&, int compute_units,
+                             int requested_splits) = nullptr;
 };
 
 }  // namespace fajit

@@ -27,7 +27,7 @@ unsigned nvidia_shared_limit(std::string_view arch) {
     return 99u * 1024u;
 }
 
-LaunchShape tiled_launch(const KernelSpec& spec, const AttentionArgs& args, const SharedLayout& layout, int) {
+LaunchShape tiled_launch(const KernelSpec& spec, const AttentionArgs& args, const SharedLayout& layout, int, int) {
     LaunchShape shape;
     shape.grid[0] = static_cast<unsigned>((args.len_q + spec.block_q - 1) / spec.block_q);
     shape.grid[1] = static_cast<unsigned>(args.heads_q);

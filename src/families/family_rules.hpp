@@ -18,6 +18,7 @@ unsigned nvidia_shared_limit(std::string_view arch);
 
 // One block per (query tile, head, batch) of waves * wave-size threads, with the
 // layout's bytes as dynamic shared memory when it is dynamic.
-LaunchShape tiled_launch(const KernelSpec&, const AttentionArgs&, const SharedLayout&, int compute_units);
+LaunchShape tiled_launch(const KernelSpec&, const AttentionArgs&, const SharedLayout&, int compute_units,
+                         int num_splits);
 
 }  // namespace fajit

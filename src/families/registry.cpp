@@ -11,14 +11,17 @@ extern const FamilyDescriptor wmma_gfx11_family;
 extern const FamilyDescriptor wgmma_sm90_family;
 extern const FamilyDescriptor mma_sm80_family;
 extern const FamilyDescriptor scalar_family;
+extern const FamilyDescriptor decode_split_family;
 
 namespace {
 
 // The variant table, most preferred first, in the manner of composable-kernel and
-// aotriton dispatch tables. A row that cannot take a shape yields to the next (head dim
+// aotriton dispatch tables. decode-split takes only decode shapes (its refuses_shape), so
+// prefill passes on to the tensor-core rows. A row that cannot take a shape yields to the next (head dim
 // 80 on sm_90a runs mma-sm80); ending on the last row is a fallback. wmma-gfx11 has no
 // NVIDIA row: its emulation there is for tests, chosen with FAJIT_FAMILY.
 constexpr VariantRow rows[] = {
+    {"decode (any)", &decode_split_family},
     {"gfx11", &wmma_gfx11_family, is_gfx11},
     {"sm_90a", &wgmma_sm90_family},
     {"sm_80+", &mma_sm80_family},
@@ -52,9 +55,9 @@ std::string family_names(std::string_view last_separator) {
 
 SharedLayout shared_layout(const KernelSpec& spec) { return family_of(spec).shared_layout(spec); }
 
-LaunchShape launch_shape(const KernelSpec& spec, const AttentionArgs& args, int compute_units) {
+LaunchShape launch_shape(const KernelSpec& spec, const AttentionArgs& args, int compute_units, int num_splits) {
     const FamilyDescriptor& family = family_of(spec);
-    return family.launch_shape(spec, args, family.shared_layout(spec), compute_units);
+    return family.launch_shape(spec, args, family.shared_layout(spec), compute_units, num_splits);
 }
 
 }  // namespace fajit

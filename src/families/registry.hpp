@@ -35,6 +35,7 @@ SharedLayout shared_layout(const KernelSpec&);
 // Grid, block and dynamic shared memory of a launch. compute_units: the device's
 // multiprocessors (CUs), which size a persistent grid; 0 when unknown gives one block
 // per query tile.
-LaunchShape launch_shape(const KernelSpec&, const AttentionArgs&, int compute_units);
+// num_splits: the split plan's count for a family that splits the key range, else 1.
+LaunchShape launch_shape(const KernelSpec&, const AttentionArgs&, int compute_units, int num_splits = 1);
 
 }  // namespace fajit

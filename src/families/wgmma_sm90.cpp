@@ -68,8 +68,8 @@ SharedLayout shared_layout(const KernelSpec& spec) {
 // Persistent: one block per multiprocessor, at most one per query tile, each walking
 // tiles in turn (fa_wgmma_block_tile); a producer warpgroup joins the consumer waves.
 LaunchShape persistent_launch(const KernelSpec& spec, const AttentionArgs& args, const SharedLayout& layout,
-                              int compute_units) {
-    LaunchShape shape = tiled_launch(spec, args, layout, compute_units);
+                              int compute_units, int num_splits) {
+    LaunchShape shape = tiled_launch(spec, args, layout, compute_units, num_splits);
     const unsigned tiles = shape.grid[0] * shape.grid[1] * shape.grid[2];
     shape.grid[0] = compute_units > 0 ? std::min(tiles, static_cast<unsigned>(compute_units)) : tiles;
     shape.grid[1] = shape.grid[2] = 1;

@@ -45,7 +45,6 @@ KernelArguments make_kernel_arguments(const AttentionArgs& args, const SplitWork
     kernel.split_partials = split.partials;
     kernel.split_arrivals = split.arrivals;
     kernel.num_splits = split.num_splits;
-    kernel.keys_per_split = split.keys_per_split;
     return kernel;
 }
 

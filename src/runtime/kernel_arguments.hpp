@@ -38,17 +38,15 @@ struct KernelArguments {
     int total_q;
     int max_pages_per_seq;
     int num_pages;
-    int num_splits;      // 1 when the key range is not split
-    int keys_per_split;  // a multiple of the spec's block_k
+    int num_splits;  // 1 when the key range is not split
 };
-static_assert(sizeof(KernelArguments) == 240, "KernelArguments layout changed: update fa_params in prelude.h too");
+static_assert(sizeof(KernelArguments) == 232, "KernelArguments layout changed: update fa_params in prelude.h too");
 
 // The split-KV workspace of a launch; empty for kernels that do not split.
 struct SplitWorkspace {
     float* partials = nullptr;
     unsigned int* arrivals = nullptr;
     int num_splits = 1;
-    int keys_per_split = 0;
 };
 
 KernelArguments make_kernel_arguments(const AttentionArgs&, const SplitWorkspace& = {});

@@ -15,6 +15,7 @@ constexpr std::string_view setting_names[] = {"FAJIT_CACHE_DIR",    "FAJIT_CACHE
                                               "FAJIT_TEMPLATE_DIR", "FAJIT_LOG_LEVEL",         "FAJIT_DEBUG_COUNTERS",
                                               "FAJIT_FAMILY",       "FAJIT_FORCE_FALLBACK",    "FAJIT_TILE",
                                               "FAJIT_STRICT",       "FAJIT_MAX_LOADED_KERNELS", "FAJIT_CHECK_INDICES",
+                                              "FAJIT_DECODE_SPLITS",
                                               // The fleet cache.
                                               "FAJIT_REMOTE_CACHE", "FAJIT_REMOTE_CACHE_KEY",
                                               "FAJIT_REMOTE_CACHE_CONNECT_TIMEOUT", "FAJIT_REMOTE_CACHE_TIMEOUT",
@@ -163,6 +164,13 @@ Options Options::from_environment(const Overrides& overrides) {
     if (auto strict = environment("FAJIT_STRICT")) options.strict = parse_flag("FAJIT_STRICT", *strict);
     if (auto check = environment("FAJIT_CHECK_INDICES"))
         options.check_indices = parse_flag("FAJIT_CHECK_INDICES", *check);
+    if (auto splits = environment("FAJIT_DECODE_SPLITS")) {
+        int value = -1;
+        const auto [end, error] = std::from_chars(splits->data(), splits->data() + splits->size(), value);
+        if (error != std::errc{} || end != splits->data() + splits->size() || value < 0 || value > 64)
+            throw InvalidOption("FAJIT_DECODE_SPLITS=" + *splits + ": expected 0 (plan per call) or a count of 1..64");
+        options.decode_splits = value;
+    }
 
     if (auto remote = environment("FAJIT_REMOTE_CACHE")) {
         try {

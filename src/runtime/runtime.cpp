@@ -16,6 +16,7 @@
 #include "runtime/kernel_provider.hpp"
 #include "runtime/lru_map.hpp"
 #include "runtime/sequence_index_checks.hpp"
+#include "runtime/split_workspaces.hpp"
 #include "spec/shape_class.hpp"
 
 namespace fajit {
@@ -35,13 +36,6 @@ std::string summarize(const std::string& what, const std::string& log) {
             ++kept;
         }
     return summary;
-}
-
-void launch(const KernelSpec& spec, LoadedKernel& kernel, int compute_units, const AttentionArgs& args, void* stream) {
-    const KernelArguments arguments = make_kernel_arguments(args);
-    if (auto error = kernel.launch(launch_shape(spec, args, compute_units), &arguments, sizeof arguments, stream);
-        !error.empty())
-        throw Error(ErrorKind::launch_failed, "launching " + to_string(spec) + ": " + error);
 }
 
 }  // namespace
@@ -66,6 +60,7 @@ struct Runtime::State {
     LruMap<std::pair<int, std::string>, std::unique_ptr<LoadedKernel>> loaded;
     FailedVariants failed{provider.disk_cache()};
     std::set<std::string> said;  // fallback messages already logged
+    SplitWorkspaces split_workspaces;  // its own lock: hot-path launches take it
 
     State(Options given, std::vector<std::unique_ptr<Backend>> given_backends)
         : options(std::move(given)), backends(std::move(given_backends)) {}
@@ -93,6 +88,23 @@ struct Runtime::State {
         for (const auto& backend : backends)
             if (backend->targets(arch)) return backend->compiler_identity();
         return {};
+    }
+
+    // Launches a loaded kernel; a family that splits the key range gets its plan and a
+    // workspace for this stream. The backend was found before any kernel was loaded.
+    void launch(const KernelSpec& spec, LoadedKernel& kernel, int compute_units, const AttentionArgs& args,
+                void* stream) {
+        const FamilyDescriptor& family = family_of(spec);
+        SplitWorkspace workspace;
+        if (family.plan_splits) {
+            const SplitPlan plan = family.plan_splits(spec, args, compute_units, options.decode_splits);
+            workspace = split_workspaces.get(*running->backend, args.device, stream, plan);
+        }
+        const KernelArguments arguments = make_kernel_arguments(args, workspace);
+        const LaunchShape shape =
+            family.launch_shape(spec, args, family.shared_layout(spec), compute_units, workspace.num_splits);
+        if (auto error = kernel.launch(shape, &arguments, sizeof arguments, stream); !error.empty())
+            throw Error(ErrorKind::launch_failed, "launching " + to_string(spec) + ": " + error);
     }
 
     // FAJIT_CHECK_INDICES: a batched call's indices, read back and checked before it runs.
@@ -262,7 +274,7 @@ void Runtime::attention(const AttentionArgs& args, void* stream) {
         const FunctionCache::Reader reader(state_->functions);
         if (const ResolvedVariant* variant = state_->functions.find(key)) {
             variant->mark_used();
-            launch(variant->spec, *variant->kernel, variant->compute_units, args, stream);
+            state_->launch(variant->spec, *variant->kernel, variant->compute_units, args, stream);
             return;
         }
     }
@@ -270,7 +282,7 @@ void Runtime::attention(const AttentionArgs& args, void* stream) {
     // under the lock that keeps the kernel loaded.
     std::lock_guard lock(state_->mutex);
     const ResolvedVariant& variant = state_->resolve(key, shape, args.device);
-    launch(variant.spec, *variant.kernel, variant.compute_units, args, stream);
+    state_->launch(variant.spec, *variant.kernel, variant.compute_units, args, stream);
 }
 
 void Runtime::run(const KernelSpec& spec, const AttentionArgs& args, void* stream) {
@@ -282,11 +294,14 @@ void Runtime::run(const KernelSpec& spec, const AttentionArgs& args, void* strea
         (spec.kv_layout == KvLayout::paged && spec.page_size != args.sequences.page_size))
         throw std::invalid_argument("spec " + to_string(spec) + " does not match the arguments' kv_layout (" +
                                     std::string(to_string(args.kv_layout)) + ") or page size");
+    if (const FamilyDescriptor& family = family_of(spec); family.refuses_shape)
+        if (auto reason = family.refuses_shape(spec, classify(args)); !reason.empty())
+            throw std::invalid_argument("spec " + to_string(spec) + " cannot run these arguments: " + reason);
     state_->check_indices(args, stream);
     // Under the lock, which keeps the kernel loaded until it is launched.
     std::lock_guard lock(state_->mutex);
     const int compute_units = state_->device(args.device).compute_units;
-    launch(spec, state_->load(args.device, spec), compute_units, args, stream);
+    state_->launch(spec, state_->load(args.device, spec), compute_units, args, stream);
 }
 
 }  // namespace fajit

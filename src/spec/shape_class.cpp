@@ -1,11 +1,21 @@
 #include "spec/shape_class.hpp"
 
+#include <bit>
+
 namespace fajit {
 
 QueryLength classify_query_length(int len_q) {
     if (len_q <= 4) return QueryLength::decode;
     if (len_q <= 64) return QueryLength::small;
     return QueryLength::large;
+}
+
+int classify_decode_rows(int len_q, int heads_q, int heads_kv) {
+    const long long pairs = static_cast<long long>(len_q) * (heads_q / heads_kv);
+    if (pairs > decode_rows_max) return 0;
+    int rows = 1;
+    while (rows < pairs) rows *= 2;
+    return rows;
 }
 
 ShapeClass classify(const AttentionArgs& args) {
@@ -16,8 +26,11 @@ ShapeClass classify(const AttentionArgs& args) {
 
 std::uint64_t dispatch_key(int device, const ShapeClass& shape) {
     // check_arguments bounds head_dim to 16..256 (9 bits), the page size to 0..256 (9 bits)
-    // and the enums to a few values (2 bits each); the device ordinal takes the upper 32 bits.
+    // and the enums to a few values (2 bits each); decode rows are 0 or a power of two up
+    // to 16 (3 bits as log2 + 1); the device ordinal takes the upper 32 bits.
+    const int decode_bits = shape.decode_rows == 0 ? 0 : std::countr_zero(static_cast<unsigned>(shape.decode_rows)) + 1;
     return static_cast<std::uint64_t>(static_cast<std::uint32_t>(device)) << 32 |
+           static_cast<std::uint64_t>(decode_bits) << 29 |
            static_cast<std::uint64_t>(shape.head_dim) << 20 | static_cast<std::uint64_t>(shape.page_size) << 10 |
            static_cast<std::uint64_t>(shape.kv_layout) << 6 | static_cast<std::uint64_t>(shape.dtype) << 4 |
            static_cast<std::uint64_t>(shape.causal) << 2 | static_cast<std::uint64_t>(shape.query_length);

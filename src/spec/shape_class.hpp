@@ -21,9 +21,16 @@ struct ShapeClass {
     QueryLength query_length = QueryLength::large;
     KvLayout kv_layout = KvLayout::dense;
     int page_size = 0;  // paged only
+    // Rows a decode tile needs for one KV head: query rows x query heads per KV head,
+    // rounded up to a power of two; 0 when that passes decode_rows_max.
+    int decode_rows = 0;
 
     bool operator==(const ShapeClass&) const = default;
 };
+
+// The most (query row, query head) pairs of one KV head a decode tile takes.
+inline constexpr int decode_rows_max = 16;
+int classify_decode_rows(int len_q, int heads_q, int heads_kv);
 
 // len_q: the longest sequence's query rows.
 QueryLength classify_query_length(int len_q);

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "dispatch/variant_table.hpp"
+#include "families/registry.hpp"
 
 using namespace fajit;
 
@@ -25,11 +26,12 @@ void check_tile(const KernelSpec& spec, int block_q, int block_k, int waves) {
 
 }  // namespace
 
-TEST_CASE("the table prefers wmma-gfx11 on gfx11 and ends with scalar for any arch") {
+TEST_CASE("the table tries decode-split first, prefers wmma-gfx11 on gfx11 and ends with scalar for any arch") {
     const auto table = variant_table();
-    REQUIRE(table.size() >= 2);
-    CHECK(table.front().family->name == "wmma-gfx11");
-    CHECK(table.front().arch_class == "gfx11");
+    REQUIRE(table.size() >= 3);
+    CHECK(table[0].family->name == "decode-split");
+    CHECK(table[1].family->name == "wmma-gfx11");
+    CHECK(table[1].arch_class == "gfx11");
     CHECK(table.back().family->name == "scalar");
     CHECK(&fallback_family() == table.back().family);
     for (const char* arch : {"gfx1151", "gfx942:sramecc+:xnack-", "sm_90a", "sm_75"})
@@ -211,4 +213,68 @@ TEST_CASE("query length classes and dispatch keys") {
                         ++inputs;
                     }
     CHECK(keys.size() == static_cast<std::size_t>(inputs));
+}
+
+TEST_CASE("decode shapes of up to 16 rows per KV head go to decode-split on every arch; others pass it by") {
+    for (const char* arch : {"gfx1151", "gfx942:sramecc+:xnack-", "sm_80", "sm_90a"}) {
+        INFO(arch);
+        ShapeClass decode = shape(128, DType::bf16, QueryLength::decode);
+        decode.decode_rows = classify_decode_rows(1, 32, 8);
+        const Selection chosen = select_variant(arch, decode, defaults());
+        CHECK(chosen.spec.family == "decode-split");
+        CHECK(chosen.spec.block_q == 4);
+        CHECK(chosen.fallback_reason == "");
+        // A prefill shape, and a decode shape with too many rows, never reach it, and passing
+        // it over is no fallback.
+        for (ShapeClass other : {shape(128, DType::bf16), shape(128, DType::bf16, QueryLength::small)}) {
+            other.decode_rows = classify_decode_rows(5, 32, 8);
+            const Selection prefill = select_variant(arch, other, defaults());
+            CHECK(prefill.spec.family != "decode-split");
+        }
+        // f32 is not among its dtypes: the shape goes on down the table.
+        ShapeClass f32 = shape(128, DType::f32, QueryLength::decode);
+        f32.decode_rows = 4;
+        CHECK(select_variant(arch, f32, defaults()).spec.family == "scalar");
+    }
+    CHECK(classify_decode_rows(1, 32, 8) == 4);
+    CHECK(classify_decode_rows(3, 32, 8) == 16);
+    CHECK(classify_decode_rows(4, 64, 8) == 0);  // 32 pairs
+    CHECK(classify_decode_rows(16, 8, 8) == 16);
+    CHECK(classify_decode_rows(17, 8, 8) == 0);
+}
+
+TEST_CASE("FAJIT_FAMILY=decode-split on a prefill shape says why it runs the fallback") {
+    Options options;
+    options.family = "decode-split";
+    const Selection chosen = select_variant("sm_90a", shape(128), options);
+    CHECK(chosen.spec.family == "scalar");
+    CHECK(chosen.fallback_reason.find("decode-split cannot run it") != std::string::npos);
+}
+
+TEST_CASE("the decode split plan fills the device when batch x KV heads cannot, and pins on request") {
+    const FamilyDescriptor* decode = find_family("decode-split");
+    REQUIRE(decode);
+    REQUIRE(decode->plan_splits);
+    KernelSpec spec;
+    spec.family = "decode-split";
+    spec.arch = "sm_90a";
+    spec.head_dim = 128;
+    spec.block_q = 4;
+    AttentionArgs args;
+    args.heads_kv = 8;
+    args.len_k = 32768;
+    args.batch = 1;
+    const SplitPlan one = decode->plan_splits(spec, args, 132, 0);
+    CHECK(one.num_splits > 16);  // 8 blocks alone would leave most of 132 SMs idle
+    CHECK(one.num_splits <= 64);
+    CHECK(one.partial_floats == std::size_t(8) * one.num_splits * 4 * (128 + 2));
+    CHECK(one.arrival_counters == 8);
+    args.batch = 128;
+    CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 1);  // 1024 blocks fill it
+    args.len_k = 100;
+    args.batch = 1;
+    CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 1);  // too few keys to split
+    const SplitPlan pinned = decode->plan_splits(spec, args, 132, 5);
+    CHECK(pinned.num_splits == 5);
+    CHECK(pinned.arrival_counters == 8);
 }

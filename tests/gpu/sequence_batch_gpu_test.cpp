@@ -3,6 +3,7 @@
 // emulation on NVIDIA). Skips, saying why, where no device is present.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -33,6 +34,8 @@ bool takes(const FamilyDescriptor& family, KvLayout layout) {
 const std::vector<std::pair<int, int>> length_sets[] = {
     {{5, 40}, {0, 17}, {3, 0}, {1, 1}, {130, 300}, {7, 3}},
     {{64, 1000}, {1, 513}, {200, 200}},
+    // Decode: a few query rows per sequence, for the decode family too.
+    {{1, 1000}, {2, 37}, {0, 5}, {1, 0}, {2, 1}, {1, 4100}},
 };
 
 }  // namespace
@@ -51,7 +54,7 @@ TEST_CASE("every family that takes a batched layout matches the f64 reference pe
             for (const DType dtype : {DType::f16, DType::bf16})
                 for (const int head_dim : {64, 128, 256})
                     for (const int group : {1, 4, 8}) {
-                        const auto& lengths = length_sets[index % 2];
+                        const auto& lengths = length_sets[index % 3];
                         BatchShape shape;
                         for (const auto& [len_q, len_k] : lengths) {
                             shape.len_q.push_back(len_q);
@@ -79,6 +82,16 @@ TEST_CASE("every family that takes a batched layout matches the f64 reference pe
                         spec.rescale_margin = 10.0f;
                         spec = with_family_defaults(spec);
                         if (!validate(spec).empty()) continue;  // e.g. a head dim the family lacks
+                        const ShapeClass call = {head_dim,
+                                                 dtype,
+                                                 shape.causal,
+                                                 QueryLength::large,
+                                                 layout,
+                                                 page_size,
+                                                 classify_decode_rows(*std::max_element(shape.len_q.begin(),
+                                                                                        shape.len_q.end()),
+                                                                      shape.heads_q, shape.heads_kv)};
+                        if (family.refuses_shape && !family.refuses_shape(spec, call).empty()) continue;
                         cases.push_back({shape, spec});
                     }
         }

@@ -64,6 +64,14 @@ TEST_CASE("the bound on loaded kernels: a count of at least one") {
                              InvalidOption);
 }
 
+TEST_CASE("the decode split count: 0 plans per call, 1..64 pins it") {
+    CHECK(Options::from_environment({}).decode_splits == 0);
+    CHECK(Options::from_environment({{"FAJIT_DECODE_SPLITS", "8"}}).decode_splits == 8);
+    for (const char* bad : {"-1", "65", "four", "8x"})
+        CHECK_THROWS_WITH_AS(Options::from_environment({{"FAJIT_DECODE_SPLITS", bad}}),
+                             doctest::Contains(("FAJIT_DECODE_SPLITS=" + std::string(bad)).c_str()), InvalidOption);
+}
+
 TEST_CASE("sizes, flags and levels parse, and bad values name their variable") {
     CHECK(parse_byte_size("4096") == 4096u);
     CHECK(parse_byte_size("2G") == (2ull << 30));
