@@ -112,10 +112,13 @@ bool DiskCache::publish(std::string_view arch, const Key& key, const Entry& entr
             std::error_code ignored;
             fs::remove(leftover, ignored);
         }
-        make_room(bytes.size(), path);
-        AtomicFile file(path);
-        file.write(bytes);
-        file.commit();
+        {
+            std::lock_guard room(room_mutex_);
+            make_room(bytes.size(), path);
+            AtomicFile file(path);
+            file.write(bytes);
+            file.commit();
+        }
         std::lock_guard lock(store_errors_mutex_);
         store_errors_.erase(flight_id(arch, key));
         return true;

@@ -198,6 +198,12 @@ private:
     std::condition_variable_any counted_;  // with stats_mutex_: wakes the flusher thread
     std::mutex flush_mutex_;
 
+    // Held by publish from the size scan in make_room until the new entry is renamed in: without
+    // it, threads publishing at once each count only the entries already there, all see room
+    // and together overshoot max_bytes. Another process can still overshoot by its own entry;
+    // the next publish evicts back within the bound.
+    std::mutex room_mutex_;
+
     std::atomic<bool> storage_problem_reported_{false};
     // By flight id; one per key whose publish failed, so it stays as small as the set of
     // variants a process uses.

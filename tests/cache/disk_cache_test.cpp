@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <latch>
 #include <stdexcept>
 #include <thread>
 
@@ -147,6 +148,32 @@ TEST_CASE("least recently used entries go first and the size bound holds exactly
     REQUIRE(cache.publish(arch, keys[0], entry_for("e0", 1000)));
     CHECK(cache.list().size() == 3);
     CHECK(cache.session_stats().evictions == 2);
+}
+
+TEST_CASE("threads publishing at once stay within the size bound together") {
+    TempDir dir;
+    CapturedLog log;
+    constexpr int publishers = 8;
+    const std::uint64_t entry_size = encode_entry(entry_for("p0", 4096)).size();
+    DiskCacheConfig config = config_at(dir.path(), log);
+    config.max_bytes = 2 * entry_size;
+    DiskCache cache(config);
+    std::latch start(publishers);
+    std::atomic<int> stored{0};
+    {
+        std::vector<std::jthread> threads;
+        for (int i = 0; i < publishers; ++i)
+            threads.emplace_back([&, i] {
+                const std::string seed = "p" + std::to_string(i);
+                start.arrive_and_wait();  // every publish scans the store at about the same time
+                if (cache.publish(arch, key_of(seed), entry_for(seed, 4096))) ++stored;
+            });
+    }
+    CHECK(stored == publishers);
+    std::uint64_t total = 0;
+    for (const auto& info : cache.list()) total += info.size;
+    CHECK(total == 2 * entry_size);
+    CHECK(cache.session_stats().evictions == publishers - 2);
 }
 
 TEST_CASE("an entry larger than the whole cache is refused, and nothing is evicted for it") {
