@@ -280,10 +280,12 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
                     for (int tensor = keys; tensor <= values; ++tensor) {
                         wait_released(tensor, fill);
                         const bool is_k = tensor == keys;
+                        // The block is chosen whole, as the pointers were before: choosing its
+                        // start and strides apart cost a 64-bit add per chunk (PTX, d=256).
                         fa_wgmma_load_rows<Spec, block_k, 1>(
                             thread, {is_k ? k_tile(fill % stages) : v_tile(fill % stages)},
-                            fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {is_k ? k : v},
-                                                                 {is_k ? p.k_stride : p.v_stride}),
+                            is_k ? fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {k}, {p.k_stride})
+                                 : fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {v}, {p.v_stride}),
                             valid_keys, aligned);
                         arrive_loaded(tensor, fill);
                     }

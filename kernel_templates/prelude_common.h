@@ -232,14 +232,6 @@ FAJIT_DEVICE const T* fa_key_row(const fa_params& p, const T* start, const long 
         return start + key * stride[2];
 }
 
-// Whether a block of `rows` keys starting at a multiple of `rows` may span pages. A block
-// within one page (every dense and ragged block, and paged ones when page_size >= rows)
-// is stride[2]-stepped from its first row; one that spans pages is looked up row by row.
-template <class Spec, int rows>
-struct fa_keys_span_pages {
-    static constexpr bool value = Spec::kv_layout == FA_KV_PAGED && Spec::page_size < rows;
-};
-
 // Index of a row's natural-log sum-exp: [batch, heads_q, len_q] dense, [heads_q, total_q] packed.
 template <class Spec>
 FAJIT_DEVICE long long fa_lse_index(const fa_params& p, const fa_sequence& s, int head, int row) {

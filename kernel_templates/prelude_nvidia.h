@@ -70,7 +70,9 @@ struct fa_nv_strided_rows {
 
 template <class Spec, int rows, int count>
 struct fa_nv_key_block {
-    static constexpr bool looked_up = fa_keys_span_pages<Spec, rows>::value;
+    // A block of `rows` keys starts at a multiple of `rows`, so with pages at least that
+    // large it lies in one page (as every dense and ragged block does: one stride apart).
+    static constexpr bool looked_up = Spec::kv_layout == FA_KV_PAGED && Spec::page_size < rows;
     const typename Spec::element* first[count];
     long long row_stride[count];
     const fa_params& p;
@@ -90,10 +92,11 @@ FAJIT_DEVICE fa_nv_key_block<Spec, rows, count> fa_nv_key_block_of(const fa_para
                                                                    int kv_head, int key0,
                                                                    const typename Spec::element* const (&start)[count],
                                                                    const long long* const (&stride)[count]) {
-    fa_nv_key_block<Spec, rows, count> block = {{}, {}, p, sequence, {}, kv_head, key0};
+    using key_block = fa_nv_key_block<Spec, rows, count>;
+    key_block block = {{}, {}, p, sequence, {}, kv_head, key0};
 #pragma unroll
     for (int c = 0; c < count; ++c) {
-        if constexpr (block.looked_up)
+        if constexpr (key_block::looked_up)
             block.first[c] = start[c];
         else
             block.first[c] = fa_key_row<Spec>(p, start[c], stride[c], sequence, kv_head, key0);
