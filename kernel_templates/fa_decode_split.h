@@ -33,17 +33,21 @@ FAJIT_DEVICE void fa_decode_score_key(const typename Spec::element* key_row, boo
             const fa_u32x4 bits = chunks[chunk];
             const unsigned int words[4] = {bits.x, bits.y, bits.z, bits.w};
             float key[8];
+#pragma unroll
             for (int w = 0; w < 4; ++w) {
                 key[2 * w] = fa_to_float(element{static_cast<unsigned short>(words[w] & 0xffffu)});
                 key[2 * w + 1] = fa_to_float(element{static_cast<unsigned short>(words[w] >> 16)});
             }
+#pragma unroll
             for (int r = 0; r < rows; ++r)
+#pragma unroll
                 for (int e = 0; e < 8; ++e) score[r] += query[r][8 * chunk + e] * key[e];
         }
         return;
     }
     for (int d = 0; d < Spec::head_dim; ++d) {
         const float key = fa_to_float(key_row[d]);
+#pragma unroll
         for (int r = 0; r < rows; ++r) score[r] += query[r][d] * key;
     }
 }
@@ -118,10 +122,12 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(
 
     int visible[rows];  // keys each row may see (0 for idle rows)
     float frame[rows], lane_sum[rows], out[rows][dims_per_lane];
+#pragma unroll
     for (int r = 0; r < rows; ++r) {
         visible[r] = r < packed_rows ? fa_visible_keys(Spec::causal, r / group, sequence.len_q, sequence.len_k) : 0;
         frame[r] = fa_neg_inf();
         lane_sum[r] = 0.0f;
+#pragma unroll
         for (int c = 0; c < dims_per_lane; ++c) out[r][c] = 0.0f;
     }
     const bool k_vector = fa_decode_vector_ok(p.k, p.k_stride);
@@ -129,11 +135,13 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(
     for (int key0 = split_begin + wave * lanes; key0 < split_end; key0 += waves * lanes) {
         const int key = key0 + lane;
         float score[rows];
+#pragma unroll
         for (int r = 0; r < rows; ++r) score[r] = 0.0f;
         if (key < split_end)
             fa_decode_score_key<Spec, rows>(k + fa_key_offset<Spec>(p, p.k_stride, sequence, kv_head, key), k_vector,
                                             query, score);
         float weight[rows];
+#pragma unroll
         for (int r = 0; r < rows; ++r) {
             const float s = key < visible[r] && key < split_end ? score[r] : fa_neg_inf();
             const float step_max = fa_wave_max(s);
@@ -141,6 +149,7 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(
             float correction;
             if (fa_rescale_frame(p, step_max, margin_log2, frame[r], correction, lane == 0 && r < packed_rows)) {
                 lane_sum[r] *= correction;
+#pragma unroll
                 for (int c = 0; c < dims_per_lane; ++c) out[r][c] *= correction;
             }
             // A row that has seen no key yet keeps frame -inf: its weights stay 0, not NaN.
@@ -151,23 +160,28 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(
         for (int source = 0; source < keys_here; ++source) {
             const element* value_row = v + fa_key_offset<Spec>(p, p.v_stride, sequence, kv_head, key0 + source);
             float value[dims_per_lane];
+#pragma unroll
             for (int c = 0; c < dims_per_lane; ++c) {
                 const int d = lane + c * lanes;
                 value[c] = d < head_dim ? fa_to_float(value_row[d]) : 0.0f;
             }
+#pragma unroll
             for (int r = 0; r < rows; ++r) {
                 const float w = fa_shuffle(weight[r], source);
+#pragma unroll
                 for (int c = 0; c < dims_per_lane; ++c) out[r][c] += w * value[c];
             }
         }
     }
 
     // Merge the waves: every partial is brought to the block's frame, the largest of theirs.
+#pragma unroll
     for (int r = 0; r < rows; ++r) {
         lane_sum[r] = fa_wave_sum(lane_sum[r]);
         if (lane == 0) wave_frames[wave][r] = frame[r];
     }
     __syncthreads();
+#pragma unroll
     for (int r = 0; r < rows; ++r) {
         float largest = fa_neg_inf();
         for (int w = 0; w < waves; ++w) largest = fmaxf(largest, wave_frames[w][r]);
