@@ -62,8 +62,7 @@ const std::vector<Field> host_fields = {FAJIT_HOST_FIELD(q),
                                         FAJIT_HOST_FIELD(total_q),
                                         FAJIT_HOST_FIELD(max_pages_per_seq),
                                         FAJIT_HOST_FIELD(num_pages),
-                                        FAJIT_HOST_FIELD(num_splits),
-                                        FAJIT_HOST_FIELD(keys_per_split)};
+                                        FAJIT_HOST_FIELD(num_splits)};
 
 std::size_t round_up(std::size_t value, std::size_t alignment) {
     return (value + alignment - 1) / alignment * alignment;
