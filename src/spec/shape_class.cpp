@@ -19,9 +19,13 @@ int classify_decode_rows(int len_q, int heads_q, int heads_kv) {
 }
 
 ShapeClass classify(const AttentionArgs& args) {
-    return {args.head_dim,  args.dtype,
-            args.causal,    classify_query_length(args.len_q),
-            args.kv_layout, args.kv_layout == KvLayout::paged ? args.sequences.page_size : 0};
+    return {args.head_dim,
+            args.dtype,
+            args.causal,
+            classify_query_length(args.len_q),
+            args.kv_layout,
+            args.kv_layout == KvLayout::paged ? args.sequences.page_size : 0,
+            classify_decode_rows(args.len_q, args.heads_q, args.heads_kv)};
 }
 
 std::uint64_t dispatch_key(int device, const ShapeClass& shape) {

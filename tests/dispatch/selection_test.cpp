@@ -236,6 +236,13 @@ TEST_CASE("decode shapes of up to 16 rows per KV head go to decode-split on ever
         f32.decode_rows = 4;
         CHECK(select_variant(arch, f32, defaults()).spec.family == "scalar");
     }
+    AttentionArgs call;
+    call.len_q = 1;
+    call.heads_q = 32;
+    call.heads_kv = 8;
+    CHECK(classify(call).decode_rows == 4);
+    call.len_q = 2048;
+    CHECK(classify(call).decode_rows == 0);
     CHECK(classify_decode_rows(1, 32, 8) == 4);
     CHECK(classify_decode_rows(3, 32, 8) == 16);
     CHECK(classify_decode_rows(4, 64, 8) == 0);  // 32 pairs
