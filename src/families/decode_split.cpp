@@ -61,9 +61,9 @@ Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
 }
 
 SharedLayout shared_layout(const KernelSpec& spec) {
-    // query and merged rows, the waves' frames, the block's frame and sum, one flag.
+    // query and merged rows, the waves' frames, the block's frame and sum, and a bool.
     const unsigned floats = 2u * spec.block_q * spec.head_dim + (spec.waves + 2u) * spec.block_q;
-    return {4u * floats + 4u, false, {}};
+    return {4u * floats + 1u, false, {}};
 }
 
 unsigned static_shared_limit(std::string_view) { return 48u * 1024u; }
