@@ -134,6 +134,7 @@ TEST_CASE("after a restart the tier resumes once its back-off is over") {
     request(cache, compile_log, test_arch, "after back-off");
     CHECK(store->get(remote_entry_name(test_arch, key_of(std::string(test_arch) + "/after back-off"))));
     CHECK(cache.session_stats().remote_errors == 3);
+    CHECK(log.text().find("the store answers again") != std::string::npos);
 
     // And another machine now gets it from the store, without compiling.
     CapturedLog other_log;
