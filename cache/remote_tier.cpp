@@ -88,13 +88,14 @@ bool RemoteTier::usable() {
     // Back-off over: the next operation tries the store again; one more failure switches it off again.
     switched_off_until_.reset();
     consecutive_failures_ = config_.failures_before_backoff - 1;
+    retrying_ = true;
     return true;
 }
 
 void RemoteTier::succeeded() {
     std::lock_guard lock(health_mutex_);
-    if (consecutive_failures_ >= config_.failures_before_backoff - 1 && warned_)
-        logger_->info("fa-jit remote cache: the store answers again");
+    if (retrying_) logger_->info("fa-jit remote cache: the store answers again");
+    retrying_ = false;
     consecutive_failures_ = 0;
 }
 
@@ -106,6 +107,7 @@ void RemoteTier::failed(const std::string& what, const RemoteError& error) {
         return;
     }
     switched_off_until_ = std::chrono::steady_clock::now() + config_.backoff;
+    retrying_ = false;
     const auto seconds = std::chrono::duration<double>(config_.backoff).count();
     if (!warned_) {
         warned_ = true;
@@ -157,13 +159,6 @@ RemoteTier::Fetched RemoteTier::try_fetch(Request& request, std::optional<Entry>
         stats.remote_bytes_read += value->size();
     });
     return Fetched::found;
-}
-
-std::optional<Entry> RemoteTier::fetch(std::string_view arch, const Key& key, const nlohmann::json& required_metadata) {
-    std::optional<Entry> entry;
-    Request request{arch, key, required_metadata};
-    if (usable()) try_fetch(request, entry);
-    return entry;
 }
 
 bool RemoteTier::push(std::string_view arch, const Key& key, const Entry& entry) {
@@ -236,13 +231,21 @@ Entry RemoteTier::produce_under_lock(Request& request, const std::string& lock_n
             failed("unlocking " + lock_name, error);  // it lapses by its TTL
         }
     };
-    // The previous holder may have stored it just before its lock went.
+    // The previous holder may have stored it just before its lock went. A store that has just
+    // failed is not asked again in this request (its lock then lapses by its TTL), so a failing
+    // store costs the request one timeout.
     std::optional<Entry> entry;
-    if (try_fetch(request, entry) == Fetched::found) {
-        release();
-        return std::move(*entry);
+    switch (try_fetch(request, entry)) {
+        case Fetched::found:
+            release();
+            return std::move(*entry);
+        case Fetched::failed:
+            return produce();
+        case Fetched::absent:
+            break;
     }
     Entry produced;
+    bool stored = false;
     {
         LockKeepAlive keep_alive(*config_.storage, lock_name, lock_token_, config_.lock_ttl, *logger_);
         try {
@@ -251,9 +254,9 @@ Entry RemoteTier::produce_under_lock(Request& request, const std::string& lock_n
             release();
             throw;
         }
-        push(request.arch, request.key, produced);
+        stored = push(request.arch, request.key, produced);
     }
-    release();
+    if (stored) release();
     return produced;
 }
 

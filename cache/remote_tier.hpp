@@ -62,13 +62,10 @@ public:
                            const std::function<Entry()>& produce);
     // Stores entry (signed when a key is set); false if the store failed or is switched off.
     bool push(std::string_view arch, const Key& key, const Entry& entry);
-    // The store's value for key, checked as fetch_or_produce checks it, without producing.
-    std::optional<Entry> fetch(std::string_view arch, const Key& key, const nlohmann::json& required_metadata);
-
-    // False while switched off after repeated failures.
-    bool usable();
 
 private:
+    // False while switched off after repeated failures.
+    bool usable();
     enum class Fetched { found, absent, failed };  // absent: none, or none that passed the checks
     // One caller's request, across the steps of fetch_or_produce.
     struct Request {
@@ -92,6 +89,7 @@ private:
     std::mutex health_mutex_;
     int consecutive_failures_ = 0;
     std::optional<std::chrono::steady_clock::time_point> switched_off_until_;
+    bool retrying_ = false;  // a back-off just ended; the next success is worth saying
     bool warned_ = false;
 };
 

@@ -1,7 +1,8 @@
 #pragma once
-// Finds the code object for a spec: in memory, else on disk, else by compiling it
-// (once per key, whatever the number of threads or processes asking). Memory keeps the
-// most recently used options.max_loaded_kernels of them.
+// Finds the code object for a spec: in memory, else on disk, else in the fleet cache when one
+// is configured, else by compiling it (once per key, whatever the number of threads,
+// processes or machines asking). Memory keeps the most recently used
+// options.max_loaded_kernels of them.
 #include <memory>
 #include <mutex>
 #include <vector>

@@ -96,3 +96,33 @@ TEST_CASE("with a signing key, entries are stored signed and accepted by another
     REQUIRE(value);
     CHECK(value->size() > encode_entry(compiled_entry(test_arch, "signed kernel")).size());
 }
+
+TEST_CASE("a unix socket reaches the same server, and database numbers keep stores apart") {
+    TempDir dir;
+    fajit::testing::RedisServer server(dir.path() / "redis");
+    const fs::path compile_log = dir.path() / "compiles.log";
+    RemoteSettings through_tcp;
+    through_tcp.url = server.url();
+    {
+        CapturedLog log;
+        DiskCache first(remote_config_at(dir.path() / "first", log, through_tcp));
+        request(first, compile_log, test_arch, "shared");
+    }
+    RemoteSettings through_socket;
+    through_socket.url = server.socket_url();
+    CapturedLog socket_log;
+    DiskCache second(remote_config_at(dir.path() / "second", socket_log, through_socket));
+    request(second, compile_log, test_arch, "shared");
+    CHECK(second.session_stats().remote_hits == 1);
+
+    RemoteSettings other_database;
+    other_database.url = server.socket_url() + "?db=3";
+    CapturedLog other_log;
+    DiskCache third(remote_config_at(dir.path() / "third", other_log, other_database));
+    request(third, compile_log, test_arch, "shared");
+    CHECK(third.session_stats().remote_hits == 0);
+    CHECK(compiles_in(compile_log).at(std::string(test_arch) + "/shared") == 2);
+    CHECK(raw_store(server.url())->list(remote_entry_prefix()).size() == 1);
+    CHECK(raw_store(server.socket_url() + "?db=3")->list(remote_entry_prefix()).size() == 1);
+    CHECK(raw_store(server.url().substr(0, server.url().size() - 1) + "5")->list(remote_entry_prefix()).empty());
+}

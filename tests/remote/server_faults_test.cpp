@@ -98,8 +98,9 @@ TEST_CASE("a server that stops answering costs each request at most one timeout,
     for (std::size_t i = 0; i < took.size(); ++i) {
         CAPTURE(i);
         CHECK(errors[i] == std::min<std::uint64_t>(i + 1, 3));
-        CHECK(took[i] < 300ms + compile_time + 250ms);
-        if (i >= 3) CHECK(took[i] < 200ms);
+        // Slack for fsyncs on a loaded machine; the counts above are what tell one wait from two.
+        CHECK(took[i] < 300ms + compile_time + 500ms);
+        if (i >= 3) CHECK(took[i] < 300ms);
     }
     CHECK(log.lines_at("warning") == 1);
     CHECK(log.text().find("switched off") != std::string::npos);
@@ -133,6 +134,7 @@ TEST_CASE("after a restart the tier resumes once its back-off is over") {
     request(cache, compile_log, test_arch, "after back-off");
     CHECK(store->get(remote_entry_name(test_arch, key_of(std::string(test_arch) + "/after back-off"))));
     CHECK(cache.session_stats().remote_errors == 3);
+    CHECK(log.text().find("the store answers again") != std::string::npos);
 
     // And another machine now gets it from the store, without compiling.
     CapturedLog other_log;

@@ -68,9 +68,16 @@ RedisServer::~RedisServer() {
 
 std::string RedisServer::url() const { return "redis://127.0.0.1:" + std::to_string(port_) + "/0"; }
 
+std::string RedisServer::socket_url() const { return "unix://" + socket_path(); }
+
+std::string RedisServer::socket_path() const {
+    return (log_directory_ / ("redis-" + std::to_string(port_) + ".sock")).string();
+}
+
 void RedisServer::start() {
     const std::string port = std::to_string(port_);
     const std::string log = (log_directory_ / ("redis-" + port + ".log")).string();
+    const std::string socket = socket_path();
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
@@ -80,7 +87,8 @@ void RedisServer::start() {
             ::dup2(out, 2);
         }
         ::execl(FAJIT_REDIS_SERVER, "redis-server", "--port", port.c_str(), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--dir", log_directory_.c_str(), static_cast<char*>(nullptr));
+                "--appendonly", "no", "--dir", log_directory_.c_str(), "--unixsocket", socket.c_str(),
+                static_cast<char*>(nullptr));
         ::_exit(127);
     }
     pid_ = pid;

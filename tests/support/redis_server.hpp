@@ -19,6 +19,8 @@ public:
 
     // "redis://127.0.0.1:<port>/0", what FAJIT_REMOTE_CACHE takes.
     std::string url() const;
+    // "unix://<log directory>/redis-<port>.sock": the same server through its unix socket.
+    std::string socket_url() const;
     int port() const { return port_; }
 
     void kill_hard();  // SIGKILL, and reaped: its data is gone
@@ -29,6 +31,7 @@ public:
 
 private:
     void start();
+    std::string socket_path() const;
 
     std::filesystem::path log_directory_;
     int port_ = 0;

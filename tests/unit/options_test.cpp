@@ -103,3 +103,28 @@ TEST_CASE("sizes, flags and levels parse, and bad values name their variable") {
                              std::invalid_argument);
     }
 }
+
+TEST_CASE("the fleet cache's settings: an address, a key, timeouts and a back-off in milliseconds") {
+    const Options defaults = Options::from_environment({{"FAJIT_REMOTE_CACHE", ""}, {"FAJIT_REMOTE_CACHE_KEY", ""}});
+    CHECK(defaults.remote_cache.empty());
+    CHECK(defaults.remote_cache_key.empty());
+    const Options options = Options::from_environment({{"FAJIT_REMOTE_CACHE", "redis://cache:6390/2"},
+                                                       {"FAJIT_REMOTE_CACHE_KEY", "secret"},
+                                                       {"FAJIT_REMOTE_CACHE_CONNECT_TIMEOUT", "250"},
+                                                       {"FAJIT_REMOTE_CACHE_TIMEOUT", "750"},
+                                                       {"FAJIT_REMOTE_CACHE_BACKOFF", "5000"}});
+    CHECK(options.remote_cache == "redis://cache:6390/2");
+    CHECK(options.remote_cache_key == "secret");
+    CHECK(options.remote_connect_timeout == std::chrono::milliseconds(250));
+    CHECK(options.remote_operation_timeout == std::chrono::milliseconds(750));
+    CHECK(options.remote_backoff == std::chrono::seconds(5));
+    CHECK(Options::from_environment({{"FAJIT_REMOTE_CACHE", "unix:///run/redis.sock"}}).remote_cache ==
+          "unix:///run/redis.sock");
+    for (const char* bad : {"http://cache:6379", "redis://cache:port", "unix://relative"})
+        CHECK_THROWS_WITH_AS(Options::from_environment({{"FAJIT_REMOTE_CACHE", bad}}),
+                             doctest::Contains(("FAJIT_REMOTE_CACHE=" + std::string(bad)).c_str()), InvalidOption);
+    for (const char* bad : {"0", "-5", "1s"})
+        CHECK_THROWS_WITH_AS(Options::from_environment({{"FAJIT_REMOTE_CACHE_TIMEOUT", bad}}),
+                             doctest::Contains(("FAJIT_REMOTE_CACHE_TIMEOUT=" + std::string(bad)).c_str()),
+                             InvalidOption);
+}
