@@ -92,6 +92,15 @@ typedef struct fajit_runtime fajit_runtime;
  *                         pages in range); this waits for the stream. 0: trust them, as CUDA
  *                         graph capture needs (a page out of range then reads another page of
  *                         the cache, never outside it)
+ *   FAJIT_DECODE_SPLITS   split count of every split-KV decode launch (1..64); 0 (default) plans it
+ *                         per call. Splits follow each sequence's own length, so a CUDA graph
+ *                         captured with a pinned count stays right as lengths grow
+ *   FAJIT_REMOTE_CACHE    redis://host[:port][/db] or unix:///path[?db=N]: the fleet cache
+ *                         behind the disk cache (README, "Fleet cache")
+ *   FAJIT_REMOTE_CACHE_KEY  sign stored entries (HMAC-SHA256); refuse unsigned or wrongly
+ *                         signed ones
+ *   FAJIT_REMOTE_CACHE_CONNECT_TIMEOUT, FAJIT_REMOTE_CACHE_TIMEOUT, FAJIT_REMOTE_CACHE_BACKOFF
+ *                         milliseconds (defaults 500, 1000, 30000)
  *   FAJIT_MAX_LOADED_KERNELS  kernels kept loaded (default 256); past it the least recently
  *                         used is unloaded, so a CUDA graph that captured it must not be
  *                         replayed afterwards
