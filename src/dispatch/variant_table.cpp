@@ -56,8 +56,7 @@ Selection select_variant(std::string_view arch, const ShapeClass& shape, const O
         KernelSpec spec = variant_spec(family, shape, arch);
         // A family made for other shapes (decode-split for prefill) is passed over without
         // counting as a fallback, unless FAJIT_FAMILY asked for it.
-        if (const std::string reason = family.refuses_shape ? family.refuses_shape(spec, shape) : "";
-            !reason.empty()) {
+        if (const std::string reason = family.refuses_shape ? family.refuses_shape(spec, shape) : ""; !reason.empty()) {
             if (options.family) refusals = spec.family + " cannot run it (" + reason + ")";
             continue;
         }

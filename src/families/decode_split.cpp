@@ -3,7 +3,6 @@
 // Plain arithmetic on any wave size, so it runs on gfx11 (wave32), gfx9 (wave64) and
 // NVIDIA alike; a KV head's whole GQA group shares each read of K and V.
 #include <algorithm>
-#include <array>
 
 #include "families/family_rules.hpp"
 #include "spec/arch.hpp"
@@ -15,11 +14,6 @@ namespace {
 constexpr std::string_view prelude_parts[] = {"prelude_common.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
 constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
-constexpr auto head_dims = [] {
-    std::array<int, 31> dims{};
-    for (int i = 0; i < 31; ++i) dims[i] = 16 + 8 * i;  // 16..256
-    return dims;
-}();
 // Each lane keeps block_q rows x head_dim / wave-size output values in registers.
 constexpr int max_output_registers = 64;
 // Enough blocks to keep every multiprocessor busy through the tail of the last wave.
@@ -82,8 +76,8 @@ SplitPlan plan_splits(const KernelSpec& spec, const AttentionArgs& args, int com
     int splits = requested;
     if (splits <= 0) {
         // Split only as far as the device needs blocks, and never below a useful split length.
-        const long long wanted = (static_cast<long long>(std::max(compute_units, 1)) * blocks_per_compute_unit +
-                                  pairs - 1) / pairs;
+        const long long wanted =
+            (static_cast<long long>(std::max(compute_units, 1)) * blocks_per_compute_unit + pairs - 1) / pairs;
         const long long useful = std::max(1, args.len_k / min_keys_per_split);
         splits = static_cast<int>(std::clamp<long long>(std::min(wanted, useful), 1, max_splits));
     }
@@ -104,7 +98,7 @@ extern const FamilyDescriptor decode_split_family = {
     .kernel = "fa_decode_split",
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
-    .head_dims = head_dims,
+    .head_dims = every_head_dim,
     .kv_layouts = kv_layouts,
     .targets = "every AMD (gfx...) and NVIDIA (sm_...) target",
     .compiles_for = any_target,

@@ -40,7 +40,7 @@ struct SharedLayout {
 // the split count and the workspace its partial results need.
 struct SplitPlan {
     int num_splits = 1;
-    std::size_t partial_floats = 0;  // f32 partial results, for all splits
+    std::size_t partial_floats = 0;    // f32 partial results, for all splits
     std::size_t arrival_counters = 0;  // one per (sequence, KV head), zero between launches
 };
 
@@ -53,7 +53,7 @@ struct FamilyDescriptor {
     std::span<const DType> dtypes;
     std::span<const int> head_dims;  // ascending
     std::span<const KvLayout> kv_layouts;
-    std::string_view targets;        // the archs compiles_for accepts, for messages
+    std::string_view targets;  // the archs compiles_for accepts, for messages
     bool (*compiles_for)(std::string_view arch);
     // The family's own rules (tiles, registers, margin) for a spec whose arch, head dim
     // and dtype it supports: empty, or a message naming the field, as validate() gives.

@@ -1,10 +1,18 @@
 #pragma once
 // Rules and shapes several family descriptors share.
+#include <array>
 #include <string>
 
 #include "families/family_descriptor.hpp"
 
 namespace fajit {
+
+// Every head dim the spec allows: 16..256 in steps of 8 (families with no instruction shape to fit).
+inline constexpr auto every_head_dim = [] {
+    std::array<int, 31> dims{};
+    for (int i = 0; i < 31; ++i) dims[i] = 16 + 8 * i;
+    return dims;
+}();
 
 // Empty when waves is 1, 2, 4 or 8; else the error naming the field.
 std::string waves_error(const KernelSpec&);

@@ -1,6 +1,5 @@
 // scalar: plain arithmetic, no matrix units; the reference every faster family is
 // tested against, and the fallback that runs any shape the spec allows.
-#include <array>
 
 #include "families/family_rules.hpp"
 #include "spec/arch.hpp"
@@ -12,11 +11,6 @@ namespace {
 constexpr std::string_view prelude_parts[] = {"prelude_common.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16, DType::f32};
 constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
-constexpr auto head_dims = [] {
-    std::array<int, 31> dims{};
-    for (int i = 0; i < 31; ++i) dims[i] = 16 + 8 * i;  // 16..256
-    return dims;
-}();
 
 bool any_target(std::string_view) { return true; }
 
@@ -56,7 +50,7 @@ extern const FamilyDescriptor scalar_family = {
     .kernel = "fa_scalar",
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
-    .head_dims = head_dims,
+    .head_dims = every_head_dim,
     .kv_layouts = kv_layouts,
     .targets = "every AMD (gfx...) and NVIDIA (sm_...) target",
     .compiles_for = any_target,

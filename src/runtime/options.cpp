@@ -11,15 +11,13 @@
 namespace fajit {
 namespace {
 
-constexpr std::string_view setting_names[] = {"FAJIT_CACHE_DIR",    "FAJIT_CACHE_MAX_SIZE",    "FAJIT_CACHE_DISABLE",
-                                              "FAJIT_TEMPLATE_DIR", "FAJIT_LOG_LEVEL",         "FAJIT_DEBUG_COUNTERS",
-                                              "FAJIT_FAMILY",       "FAJIT_FORCE_FALLBACK",    "FAJIT_TILE",
-                                              "FAJIT_STRICT",       "FAJIT_MAX_LOADED_KERNELS", "FAJIT_CHECK_INDICES",
-                                              "FAJIT_DECODE_SPLITS",
-                                              // The fleet cache.
-                                              "FAJIT_REMOTE_CACHE", "FAJIT_REMOTE_CACHE_KEY",
-                                              "FAJIT_REMOTE_CACHE_CONNECT_TIMEOUT", "FAJIT_REMOTE_CACHE_TIMEOUT",
-                                              "FAJIT_REMOTE_CACHE_BACKOFF"};
+constexpr std::string_view setting_names[] = {
+    "FAJIT_CACHE_DIR", "FAJIT_CACHE_MAX_SIZE", "FAJIT_CACHE_DISABLE", "FAJIT_TEMPLATE_DIR", "FAJIT_LOG_LEVEL",
+    "FAJIT_DEBUG_COUNTERS", "FAJIT_FAMILY", "FAJIT_FORCE_FALLBACK", "FAJIT_TILE", "FAJIT_STRICT",
+    "FAJIT_MAX_LOADED_KERNELS", "FAJIT_CHECK_INDICES", "FAJIT_DECODE_SPLITS",
+    // The fleet cache.
+    "FAJIT_REMOTE_CACHE", "FAJIT_REMOTE_CACHE_KEY", "FAJIT_REMOTE_CACHE_CONNECT_TIMEOUT", "FAJIT_REMOTE_CACHE_TIMEOUT",
+    "FAJIT_REMOTE_CACHE_BACKOFF"};
 
 using Overrides = std::map<std::string, std::string, std::less<>>;
 

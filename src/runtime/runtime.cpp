@@ -59,7 +59,7 @@ struct Runtime::State {
     // At most options.max_loaded_kernels, by (device, cache key).
     LruMap<std::pair<int, std::string>, std::unique_ptr<LoadedKernel>> loaded;
     FailedVariants failed{provider.disk_cache()};
-    std::set<std::string> said;  // fallback messages already logged
+    std::set<std::string> said;        // fallback messages already logged
     SplitWorkspaces split_workspaces;  // its own lock: hot-path launches take it
 
     State(Options given, std::vector<std::unique_ptr<Backend>> given_backends)

@@ -34,10 +34,10 @@ std::uint64_t dispatch_key(int device, const ShapeClass& shape) {
     // to 16 (3 bits as log2 + 1); the device ordinal takes the upper 32 bits.
     const int decode_bits = shape.decode_rows == 0 ? 0 : std::countr_zero(static_cast<unsigned>(shape.decode_rows)) + 1;
     return static_cast<std::uint64_t>(static_cast<std::uint32_t>(device)) << 32 |
-           static_cast<std::uint64_t>(decode_bits) << 29 |
-           static_cast<std::uint64_t>(shape.head_dim) << 20 | static_cast<std::uint64_t>(shape.page_size) << 10 |
-           static_cast<std::uint64_t>(shape.kv_layout) << 6 | static_cast<std::uint64_t>(shape.dtype) << 4 |
-           static_cast<std::uint64_t>(shape.causal) << 2 | static_cast<std::uint64_t>(shape.query_length);
+           static_cast<std::uint64_t>(decode_bits) << 29 | static_cast<std::uint64_t>(shape.head_dim) << 20 |
+           static_cast<std::uint64_t>(shape.page_size) << 10 | static_cast<std::uint64_t>(shape.kv_layout) << 6 |
+           static_cast<std::uint64_t>(shape.dtype) << 4 | static_cast<std::uint64_t>(shape.causal) << 2 |
+           static_cast<std::uint64_t>(shape.query_length);
 }
 
 }  // namespace fajit

@@ -4,12 +4,12 @@
 // backend whose compiler library is absent is skipped with its reason.
 #include <doctest/doctest.h>
 
-#include <cstdio>
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <string>
 #include <thread>
 #include <tuple>
-#include <string>
 #include <vector>
 
 #include "codegen/isa_report.hpp"
@@ -29,19 +29,19 @@ std::vector<KernelSpec> decode_specs(const std::string& arch) {
         for (const int head_dim : {16, 72, 128, 256})
             for (const auto& [rows, layout, page_size] :
                  {std::tuple{1, KvLayout::dense, 0}, {4, KvLayout::paged, 16}, {16, KvLayout::ragged, 0}}) {
-                    KernelSpec spec;
-                    spec.family = "decode-split";
-                    spec.arch = arch;
-                    spec.head_dim = head_dim;
-                    spec.dtype = dtype;
-                    spec.kv_layout = layout;
-                    spec.page_size = page_size;
-                    spec.rescale_margin = 10.0f;
-                    spec = with_family_defaults(spec);
-                    spec.block_q = rows;
-                    spec.causal = index++ % 2 ? CausalMode::bottom_right : CausalMode::none;
-                    if (validate(spec).empty()) specs.push_back(spec);
-                }
+                KernelSpec spec;
+                spec.family = "decode-split";
+                spec.arch = arch;
+                spec.head_dim = head_dim;
+                spec.dtype = dtype;
+                spec.kv_layout = layout;
+                spec.page_size = page_size;
+                spec.rescale_margin = 10.0f;
+                spec = with_family_defaults(spec);
+                spec.block_q = rows;
+                spec.causal = index++ % 2 ? CausalMode::bottom_right : CausalMode::none;
+                if (validate(spec).empty()) specs.push_back(spec);
+            }
     return specs;
 }
 
@@ -60,7 +60,8 @@ TEST_CASE("decode-split compiles on gfx1151, gfx942, sm_80 and sm_90a; AMD objec
         std::vector<std::thread> workers;
         for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
             workers.emplace_back([&] {
-                for (std::size_t i = next++; i < specs.size(); i = next++) results[i] = compile_directly(specs[i], *backend);
+                for (std::size_t i = next++; i < specs.size(); i = next++)
+                    results[i] = compile_directly(specs[i], *backend);
             });
         for (auto& worker : workers) worker.join();
         for (std::size_t i = 0; i < specs.size(); ++i) {

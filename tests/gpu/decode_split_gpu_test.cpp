@@ -84,7 +84,8 @@ TEST_CASE("decode-split matches the f64 reference with one split, a few and the 
                             shape.page_size = page_size;
                             shape.heads_first = cases % 2 == 0;
                             const auto inputs = random_batch_inputs(shape, seed);
-                            result = compare_batch(shape, inputs, run_batch_on_device(runtime, &spec, shape, inputs, seed));
+                            result =
+                                compare_batch(shape, inputs, run_batch_on_device(runtime, &spec, shape, inputs, seed));
                             ++seed;
                             what = shape.describe();
                         }
