@@ -29,6 +29,9 @@ FAJIT_DEVICE void fa_decode_score_key(const typename Spec::element* key_row, boo
     using element = typename Spec::element;
     if (vector) {
         const fa_u32x4* chunks = reinterpret_cast<const fa_u32x4*>(key_row);
+        // Bounded unrolling: fully unrolled at small head dims, the loads of a whole row are
+        // hoisted and spill (gfx11, bf16, d=64: 256 VGPRs and 118 spilled).
+#pragma unroll 2
         for (int chunk = 0; chunk < Spec::head_dim / 8; ++chunk) {
             const fa_u32x4 bits = chunks[chunk];
             const unsigned int words[4] = {bits.x, bits.y, bits.z, bits.w};
@@ -45,6 +48,7 @@ FAJIT_DEVICE void fa_decode_score_key(const typename Spec::element* key_row, boo
         }
         return;
     }
+#pragma unroll 1
     for (int d = 0; d < Spec::head_dim; ++d) {
         const float key = fa_to_float(key_row[d]);
 #pragma unroll
@@ -132,7 +136,14 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(
     }
     const bool k_vector = fa_decode_vector_ok(p.k, p.k_stride);
 
+    // Loops over keys stay rolled: unrolled, the compiler hoists whole steps' loads and
+    // spills (gfx11, bf16: 256 VGPRs and 113 spilled at d=72).
+#pragma unroll 1
     for (int key0 = split_begin + wave * lanes; key0 < split_end; key0 += waves * lanes) {
+        // The staged queries are read afresh each step: at small head dims the compiler would
+        // otherwise keep all of them in registers across the loop and spill (gfx11, d=16,
+        // bq=16: 256 VGPRs, 155 spilled).
+        asm volatile("" ::: "memory");
         const int key = key0 + lane;
         float score[rows];
 #pragma unroll
@@ -157,6 +168,7 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(
             lane_sum[r] += weight[r];
         }
         const int keys_here = min(lanes, split_end - key0);
+#pragma unroll 1
         for (int source = 0; source < keys_here; ++source) {
             const element* value_row = v + fa_key_offset<Spec>(p, p.v_stride, sequence, kv_head, key0 + source);
             float value[dims_per_lane];
