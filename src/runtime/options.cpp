@@ -30,12 +30,20 @@ std::optional<std::string> setting(const Overrides& overrides, const char* name)
     return std::string(value);
 }
 
+// The value when all of text is one unsigned number; the callers bound it and say how.
+template <class Number>
+std::optional<Number> parse_whole_number(const std::string& text) {
+    Number number = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+    return number;
+}
+
 std::chrono::milliseconds parse_milliseconds(const char* name, const std::string& value) {
-    unsigned number = 0;
-    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
-    if (ec != std::errc{} || end != value.data() + value.size() || number == 0)
+    const auto number = parse_whole_number<unsigned>(value);
+    if (!number || *number == 0)
         throw InvalidOption(std::string(name) + "=" + value + ": expected a positive number of milliseconds");
-    return std::chrono::milliseconds(number);
+    return std::chrono::milliseconds(*number);
 }
 
 bool parse_flag(const char* name, const std::string& value) {
@@ -130,11 +138,10 @@ Options Options::from_environment(const Overrides& overrides) {
         options.debug_counters = parse_flag("FAJIT_DEBUG_COUNTERS", *counters);
     if (auto dir = environment("FAJIT_TEMPLATE_DIR")) options.template_dir = *dir;
     if (auto count = environment("FAJIT_MAX_LOADED_KERNELS")) {
-        std::size_t number = 0;
-        const auto [end, ec] = std::from_chars(count->data(), count->data() + count->size(), number);
-        if (ec != std::errc{} || end != count->data() + count->size() || number == 0)
+        const auto number = parse_whole_number<std::size_t>(*count);
+        if (!number || *number == 0)
             throw InvalidOption("FAJIT_MAX_LOADED_KERNELS=" + *count + ": expected a count of kernels, at least 1");
-        options.max_loaded_kernels = number;
+        options.max_loaded_kernels = *number;
     }
     if (auto level = environment("FAJIT_LOG_LEVEL")) {
         static constexpr const char* levels[] = {"trace", "debug", "info", "warn", "error", "off"};
@@ -163,11 +170,10 @@ Options Options::from_environment(const Overrides& overrides) {
     if (auto check = environment("FAJIT_CHECK_INDICES"))
         options.check_indices = parse_flag("FAJIT_CHECK_INDICES", *check);
     if (auto splits = environment("FAJIT_DECODE_SPLITS")) {
-        int value = -1;
-        const auto [end, error] = std::from_chars(splits->data(), splits->data() + splits->size(), value);
-        if (error != std::errc{} || end != splits->data() + splits->size() || value < 0 || value > 64)
+        const auto count = parse_whole_number<unsigned>(*splits);
+        if (!count || *count > 64)
             throw InvalidOption("FAJIT_DECODE_SPLITS=" + *splits + ": expected 0 (plan per call) or a count of 1..64");
-        options.decode_splits = value;
+        options.decode_splits = static_cast<int>(*count);
     }
 
     if (auto remote = environment("FAJIT_REMOTE_CACHE")) {

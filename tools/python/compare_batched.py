@@ -77,12 +77,13 @@ def reference(q, k, v, causal):
     return out.transpose(0, 1)
 
 
-def torch_timings(q, k, v, causal_mask):
+def torch_timings(q, k, v, **mask):
+    """Each SDPA backend alone on the same tensors; mask: attn_mask= or is_causal=."""
     results = {}
     for name, backend in TORCH_BACKENDS.items():
         try:
             with sdpa_kernel(backend):
-                call = lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask, enable_gqa=True)
+                call = lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True, **mask)
                 call()
                 results[name] = {"ms": time_ms(call)}
         except RuntimeError as error:
@@ -117,16 +118,7 @@ def run_ragged(rt, args, dtype):
         dense_v[b, :, longest - length:] = v[s:e].transpose(0, 1)
     pairs = sum(l * (l + 1) // 2 for l in lengths)
     flops = 4 * d * hq * pairs
-    torch_results = {}
-    for name, backend in TORCH_BACKENDS.items():
-        try:
-            with sdpa_kernel(backend):
-                call = lambda: F.scaled_dot_product_attention(dense_q, dense_k, dense_v, is_causal=True,
-                                                              enable_gqa=True)
-                call()
-                torch_results[name] = {"ms": time_ms(call)}
-        except RuntimeError as error:
-            torch_results[name] = {"unsupported": str(error).splitlines()[0][:160]}
+    torch_results = torch_timings(dense_q, dense_k, dense_v, is_causal=True)
     best = min((r["ms"] for r in torch_results.values() if "ms" in r), default=float("nan"))
     return {"mode": "ragged", "lengths": lengths, "fajit_ms": fajit_ms,
             "fajit_tflops": flops / (fajit_ms * 1e9), "max_abs_error": worst,
@@ -163,7 +155,7 @@ def run_paged(rt, args, dtype, roofline):
     dense_ms = time_ms(lambda: rt.attention(q_dense, k_dense, v_dense, causal="bottom-right", out=dense_out))
     kv_bytes = 2 * batch * hkv * lk * d * k_cache.element_size()
     mask = None if lq == 1 else torch.ones(lq, lk, dtype=torch.bool, device="cuda").tril(lk - lq)
-    torch_results = torch_timings(q_dense, k_dense, v_dense, mask)
+    torch_results = torch_timings(q_dense, k_dense, v_dense, attn_mask=mask)
     best = min((r["ms"] for r in torch_results.values() if "ms" in r), default=float("nan"))
     return {"mode": "paged", "batch": batch, "len_q": lq, "len_k": lk, "page_size": page,
             "fajit_paged_ms": paged_ms, "fajit_dense_ms": dense_ms, "paged_over_dense": paged_ms / dense_ms,
