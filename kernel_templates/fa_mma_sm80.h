@@ -26,14 +26,7 @@
 //   Q        block_q rows, loaded once;
 //   K, V     `stages` buffers of block_k rows each, filled by cp.async: while the
 //            block computes step j, steps j+1 .. j+stages-1 are in flight.
-// A row of D elements is D/8 16-byte chunks, stored with one chunk of padding: the row
-// pitch is then an odd multiple of 16 bytes, so the 8 rows one ldmatrix phase reads
-// (same chunk of 8 consecutive rows) start in 8 distinct 16-byte bank groups and every
-// ldmatrix is conflict-free. An XOR swizzle (chunk ^ row % 8) would save the padding,
-// but its addresses cannot fold into immediate offsets: at d=128 with 16-row warps
-// ptxas needed about 40 more registers for the XOR-ed offsets (it spilled under a
-// 168-register cap the padded layout met), while the skewed pitch makes every
-// fragment address a lane base plus a constant.
+// Rows are stored with the padded pitch of prelude_sm80.h (fa_sm80_rows).
 //
 // Causal masks are applied only on steps that reach past the first row's visible
 // keys; a step no row of a warp can see is skipped by that warp. Rows that see no key
@@ -51,51 +44,15 @@
 
 template <class Spec>
 struct fa_mma_layout {
-    static constexpr int chunks = Spec::head_dim / 8;  // 16-byte chunks per row
-    static constexpr int row_chunks = chunks + 1;
+    using tile_rows = fa_sm80_rows<Spec::head_dim>;
     static constexpr int stages = Spec::kv_stages;
-    static constexpr int q_bytes = Spec::block_q * row_chunks * 16;
-    static constexpr int kv_bytes = Spec::block_k * row_chunks * 16;
+    static constexpr int q_bytes = Spec::block_q * tile_rows::pitch;
+    static constexpr int kv_bytes = Spec::block_k * tile_rows::pitch;
     static constexpr int bytes = q_bytes + 2 * stages * kv_bytes;
     static_assert(bytes <= Spec::shared_bytes, "the host reserves less shared memory than fa_mma_layout uses");
 
-    static FAJIT_DEVICE unsigned int offset(int row, int chunk) {
-        return static_cast<unsigned int>(row * row_chunks + chunk) * 16u;
-    }
+    static FAJIT_DEVICE unsigned int offset(int row, int chunk) { return tile_rows::offset(row, chunk); }
 };
-
-// Copies `rows` rows of head_dim elements from each of `count` tensors (`source`, an
-// fa_nv_strided_rows or fa_nv_key_block; rows past `valid_rows` as zeros) into shared
-// tiles `tile[i]`. Each thread owns one 16-byte
-// column of the rows and walks down them with stepped addresses, a few instructions
-// per copy; the loop stays rolled, since it runs while the O accumulator holds half
-// the registers and unrolled its hoisted addresses pushed the kernel into spilling.
-// Rows a block of keys looks up (source.looked_up) are looked up only when valid.
-template <class Spec, int rows, int count, class Rows>
-FAJIT_DEVICE void fa_mma_load_rows(const unsigned int (&tile)[count], const Rows& source, int valid_rows,
-                                   bool aligned) {
-    using layout = fa_mma_layout<Spec>;
-    constexpr int rows_per_pass = Spec::waves * 32 / layout::chunks;  // leftover threads idle
-    const int my_row = static_cast<int>(threadIdx.x) / layout::chunks;
-    const int chunk = static_cast<int>(threadIdx.x) % layout::chunks;
-    if (my_row >= rows_per_pass) return;
-    const unsigned int offset = layout::offset(my_row, chunk);
-    long long element_offset[count];
-#pragma unroll
-    for (int c = 0; c < count; ++c) element_offset[c] = my_row * source.row_stride[c] + chunk * 8;
-#pragma unroll 1
-    for (int row = my_row, pass = 0; row < rows; row += rows_per_pass, ++pass) {
-        const bool valid = row < valid_rows;
-#pragma unroll
-        for (int c = 0; c < count; ++c) {
-            long long at = valid ? element_offset[c] : 0;
-            if constexpr (Rows::looked_up) at = valid ? source.offset(c, row) + chunk * 8 : 0;
-            fa_nv_copy_chunk(tile[c] + offset + pass * layout::offset(rows_per_pass, 0), source.first[c] + at, valid,
-                             aligned);
-            element_offset[c] += rows_per_pass * source.row_stride[c];
-        }
-    }
-}
 
 template <class Spec>
 __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / Spec::waves) fa_mma_sm80(fa_params p) {
@@ -151,13 +108,14 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     const auto load_step = [&](int step) {
         const int key0 = step * block_k;
         const int stage = step % stages;
-        fa_mma_load_rows<Spec, block_k, 2>(
+        fa_sm80_load_rows<head_dim, Spec::waves * 32, block_k, 2>(
             {k_tile(stage), v_tile(stage)},
             fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride}),
-            len_k - key0, aligned);
+            len_k - key0, aligned, threadIdx.x);
     };
-    fa_mma_load_rows<Spec, block_q, 1>(
-        {q_tile}, fa_nv_strided_rows<element, 1>{{q + row0 * p.q_stride[2]}, {p.q_stride[2]}}, rows_here, aligned);
+    fa_sm80_load_rows<head_dim, Spec::waves * 32, block_q, 1>(
+        {q_tile}, fa_nv_strided_rows<element, 1>{{q + row0 * p.q_stride[2]}, {p.q_stride[2]}}, rows_here, aligned,
+        threadIdx.x);
     // One commit group per step (empty past the end) so wait_group counts steps.
 #pragma unroll
     for (int step = 0; step < stages - 1; ++step) {

@@ -1,4 +1,5 @@
-// fa-jit prelude, sm_80 part: the mma.sync and ldmatrix wrappers of the mma-sm80 family.
+// fa-jit prelude, sm_80 part: the mma.sync and ldmatrix wrappers and the padded shared
+// tiles of the sm_80 kernels (mma-sm80 and decode-mma).
 #if FAJIT_NVIDIA
 // Four 8x8 matrices of 16-bit elements; lanes 8i..8i+7 give the row addresses of
 // matrix i, and register i receives matrix i: lane l holds row l/4, columns 2(l%4)
@@ -35,5 +36,56 @@ FAJIT_DEVICE void fa_sm80_mma_m16n8k16(float* d, const unsigned int (&a)[4], uns
             "{%8, %9}, {%0, %1, %2, %3};\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+// Shared tiles of rows of head_dim 16-bit elements, as both sm_80 kernels stage Q, K
+// and V. A row is head_dim/8 16-byte chunks, stored with one chunk of padding: the row
+// pitch is then an odd multiple of 16 bytes, so the 8 rows one ldmatrix phase reads
+// (same chunk of 8 consecutive rows) start in 8 distinct 16-byte bank groups and every
+// ldmatrix is conflict-free. An XOR swizzle (chunk ^ row % 8) would save the padding,
+// but its addresses cannot fold into immediate offsets: at d=128 with 16-row warps
+// ptxas needed about 40 more registers for the XOR-ed offsets (it spilled under a
+// 168-register cap the padded layout met), while the skewed pitch makes every
+// fragment address a lane base plus a constant.
+template <int head_dim>
+struct fa_sm80_rows {
+    static constexpr int chunks = head_dim / 8;  // 16-byte chunks per row
+    static constexpr int pitch = (chunks + 1) * 16;
+    static FAJIT_DEVICE unsigned int offset(int row, int chunk) {
+        return static_cast<unsigned int>(row * (chunks + 1) + chunk) * 16u;
+    }
+};
+
+// Copies `rows` rows of head_dim elements from each of `count` tensors (`source`, an
+// fa_nv_strided_rows or fa_nv_key_block; rows past `valid_rows` as zeros) into shared
+// tiles `tile[i]`, by `threads` threads of which this is `thread`. Each thread owns one
+// 16-byte column of the rows and walks down them with stepped addresses, a few
+// instructions per copy; the loop stays rolled, since it runs while the O accumulator
+// holds half the registers and unrolled its hoisted addresses pushed the mma-sm80 kernel
+// into spilling. Rows a block of keys looks up (source.looked_up) are looked up only
+// when valid.
+template <int head_dim, int threads, int rows, int count, class Rows>
+FAJIT_DEVICE void fa_sm80_load_rows(const unsigned int (&tile)[count], const Rows& source, int valid_rows, bool aligned,
+                                    int thread) {
+    using tile_rows = fa_sm80_rows<head_dim>;
+    constexpr int rows_per_pass = threads / tile_rows::chunks;  // leftover threads idle
+    const int my_row = thread / tile_rows::chunks;
+    const int chunk = thread % tile_rows::chunks;
+    if (my_row >= rows_per_pass) return;
+    const unsigned int offset = tile_rows::offset(my_row, chunk);
+    long long element_offset[count];
+#pragma unroll
+    for (int c = 0; c < count; ++c) element_offset[c] = my_row * source.row_stride[c] + chunk * 8;
+#pragma unroll 1
+    for (int row = my_row, pass = 0; row < rows; row += rows_per_pass, ++pass) {
+        const bool valid = row < valid_rows;
+#pragma unroll
+        for (int c = 0; c < count; ++c) {
+            long long at = valid ? element_offset[c] : 0;
+            if constexpr (Rows::looked_up) at = valid ? source.offset(c, row) + chunk * 8 : 0;
+            fa_nv_copy_chunk(tile[c] + offset + pass * tile_rows::offset(rows_per_pass, 0), source.first[c] + at, valid,
+                             aligned);
+            element_offset[c] += rows_per_pass * source.row_stride[c];
+        }
+    }
 }
 #endif

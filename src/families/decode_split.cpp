@@ -2,8 +2,6 @@
 // split over the key range when batch x KV heads cannot fill the device; flash-decoding.
 // Plain arithmetic on any wave size, so it runs on gfx11 (wave32), gfx9 (wave64) and
 // NVIDIA alike; a KV head's whole GQA group shares each read of K and V.
-#include <algorithm>
-
 #include "families/family_rules.hpp"
 #include "spec/arch.hpp"
 #include "spec/spec_fields.hpp"
@@ -11,16 +9,14 @@
 namespace fajit {
 namespace {
 
-constexpr std::string_view prelude_parts[] = {"prelude_common.h"};
+constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_split_kv.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
 constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
 // Each lane keeps block_q rows x head_dim / wave-size output values in registers.
 constexpr int max_output_registers = 64;
-// Enough blocks to keep every multiprocessor busy through the tail of the last wave.
-constexpr int blocks_per_compute_unit = 4;
-// A split shorter than this spends more on its partial and the merge than on keys.
-constexpr int min_keys_per_split = 256;
-constexpr int max_splits = 64;
+// Four resident blocks per compute unit; a split shorter than 256 keys spends more on its
+// partial and the merge than on keys.
+constexpr SplitRule split_rule = {.blocks_per_compute_unit = 4, .min_keys_per_split = 256, .max_splits = 64};
 
 bool any_target(std::string_view) { return true; }
 
@@ -43,12 +39,6 @@ std::string check(const KernelSpec& spec) {
     return {};
 }
 
-std::string refuses_shape(const KernelSpec& spec, const ShapeClass& shape) {
-    if (shape.decode_rows == 0 || shape.decode_rows > spec.block_q)
-        return "more query rows x query heads per KV head than its " + std::to_string(spec.block_q) + " rows";
-    return {};
-}
-
 // The tile is the shape's rows; spec text without bq gets the most rows.
 Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
     return {shape.decode_rows ? shape.decode_rows : decode_rows_max, wave_size(arch), 4};
@@ -62,32 +52,8 @@ SharedLayout shared_layout(const KernelSpec& spec) {
 
 unsigned static_shared_limit(std::string_view) { return 48u * 1024u; }
 
-LaunchShape split_launch(const KernelSpec& spec, const AttentionArgs& args, const SharedLayout&, int, int num_splits) {
-    LaunchShape shape;
-    shape.grid[0] = static_cast<unsigned>(num_splits);
-    shape.grid[1] = static_cast<unsigned>(args.heads_kv);
-    shape.grid[2] = static_cast<unsigned>(args.batch);
-    shape.block[0] = static_cast<unsigned>(spec.waves * wave_size(spec.arch));
-    return shape;
-}
-
 SplitPlan plan_splits(const KernelSpec& spec, const AttentionArgs& args, int compute_units, int requested) {
-    const long long pairs = static_cast<long long>(args.batch) * args.heads_kv;
-    int splits = requested;
-    if (splits <= 0) {
-        // Split only as far as the device needs blocks, and never below a useful split length.
-        const long long wanted =
-            (static_cast<long long>(std::max(compute_units, 1)) * blocks_per_compute_unit + pairs - 1) / pairs;
-        const long long useful = std::max(1, args.len_k / min_keys_per_split);
-        splits = static_cast<int>(std::clamp<long long>(std::min(wanted, useful), 1, max_splits));
-    }
-    SplitPlan plan;
-    plan.num_splits = splits;
-    if (splits > 1) {
-        plan.partial_floats = static_cast<std::size_t>(pairs) * splits * spec.block_q * (spec.head_dim + 2);
-        plan.arrival_counters = static_cast<std::size_t>(pairs);
-    }
-    return plan;
+    return plan_key_splits(spec, args, compute_units, requested, split_rule);
 }
 
 }  // namespace
@@ -103,7 +69,7 @@ extern const FamilyDescriptor decode_split_family = {
     .targets = "every AMD (gfx...) and NVIDIA (sm_...) target",
     .compiles_for = any_target,
     .check = check,
-    .refuses_shape = refuses_shape,
+    .refuses_shape = refuses_all_but_decode,
     .choose_tile = choose_tile,
     .shared_layout = shared_layout,
     .shared_limit = static_shared_limit,

@@ -1,5 +1,7 @@
 #include "families/family_rules.hpp"
 
+#include <algorithm>
+
 #include "spec/arch.hpp"
 #include "spec/spec_fields.hpp"
 
@@ -35,6 +37,45 @@ LaunchShape tiled_launch(const KernelSpec& spec, const AttentionArgs& args, cons
     shape.block[0] = static_cast<unsigned>(spec.waves * wave_size(spec.arch));
     if (layout.dynamic) shape.shared_bytes = layout.shared_bytes;
     return shape;
+}
+
+std::string refuses_all_but_decode(const KernelSpec& spec, const ShapeClass& shape) {
+    if (shape.decode_rows == 0 || shape.decode_rows > spec.block_q)
+        return "more query rows x query heads per KV head than its " + std::to_string(spec.block_q) + " rows";
+    return {};
+}
+
+LaunchShape split_launch(const KernelSpec& spec, const AttentionArgs& args, const SharedLayout& layout, int,
+                         int num_splits) {
+    LaunchShape shape;
+    shape.grid[0] = static_cast<unsigned>(num_splits);
+    shape.grid[1] = static_cast<unsigned>(args.heads_kv);
+    shape.grid[2] = static_cast<unsigned>(args.batch);
+    shape.block[0] = static_cast<unsigned>(spec.waves * wave_size(spec.arch));
+    if (layout.dynamic) shape.shared_bytes = layout.shared_bytes;
+    return shape;
+}
+
+SplitPlan plan_key_splits(const KernelSpec& spec, const AttentionArgs& args, int compute_units, int requested,
+                          SplitRule rule) {
+    const long long pairs = static_cast<long long>(args.batch) * args.heads_kv;
+    int splits = requested;
+    if (splits <= 0) {
+        // Split only as far as one wave of resident blocks: decode blocks are all alike, so a
+        // second, partial wave would run at a fraction of the device and cost as long as
+        // the first. Never split below a useful length either.
+        const long long wanted =
+            static_cast<long long>(std::max(compute_units, 1)) * rule.blocks_per_compute_unit / pairs;
+        const long long useful = std::max(1, args.len_k / rule.min_keys_per_split);
+        splits = static_cast<int>(std::clamp<long long>(std::min(wanted, useful), 1, rule.max_splits));
+    }
+    SplitPlan plan;
+    plan.num_splits = splits;
+    if (splits > 1) {
+        plan.partial_floats = static_cast<std::size_t>(pairs) * splits * spec.block_q * (spec.head_dim + 2);
+        plan.arrival_counters = static_cast<std::size_t>(pairs);
+    }
+    return plan;
 }
 
 }  // namespace fajit

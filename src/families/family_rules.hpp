@@ -29,4 +29,23 @@ unsigned nvidia_shared_limit(std::string_view arch);
 LaunchShape tiled_launch(const KernelSpec&, const AttentionArgs&, const SharedLayout&, int compute_units,
                          int num_splits);
 
+// Split-KV decode families take only decode shapes, up to their tile's rows (query rows x
+// query heads per KV head): the refusal, or empty.
+std::string refuses_all_but_decode(const KernelSpec&, const ShapeClass&);
+
+// Split-KV decode families: one block per (split, KV head, sequence) of waves *
+// wave-size threads, with the layout's bytes as dynamic shared memory when it is dynamic.
+LaunchShape split_launch(const KernelSpec&, const AttentionArgs&, const SharedLayout&, int compute_units,
+                         int num_splits);
+
+// The split plan of a split-KV decode family: `requested` splits when positive, else as
+// many as fit in one wave of `blocks_per_compute_unit` resident blocks per compute unit,
+// never splits shorter than `min_keys_per_split` and never more than `max_splits`.
+struct SplitRule {
+    int blocks_per_compute_unit;  // resident at once
+    int min_keys_per_split;
+    int max_splits;
+};
+SplitPlan plan_key_splits(const KernelSpec&, const AttentionArgs&, int compute_units, int requested, SplitRule);
+
 }  // namespace fajit

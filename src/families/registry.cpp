@@ -12,15 +12,18 @@ extern const FamilyDescriptor wgmma_sm90_family;
 extern const FamilyDescriptor mma_sm80_family;
 extern const FamilyDescriptor scalar_family;
 extern const FamilyDescriptor decode_split_family;
+extern const FamilyDescriptor decode_mma_family;
 
 namespace {
 
 // The variant table, most preferred first, in the manner of composable-kernel and
-// aotriton dispatch tables. decode-split takes only decode shapes (its refuses_shape), so
-// prefill passes on to the tensor-core rows. A row that cannot take a shape yields to the next (head dim
-// 80 on sm_90a runs mma-sm80); ending on the last row is a fallback. wmma-gfx11 has no
-// NVIDIA row: its emulation there is for tests, chosen with FAJIT_FAMILY.
+// aotriton dispatch tables. The decode families take only decode shapes (their
+// refuses_shape), so prefill passes on to the prefill rows; decode on NVIDIA sm_80+ runs
+// on tensor cores, and head dims decode-mma lacks take decode-split. A row that cannot take a shape yields to the next
+// (head dim 80 on sm_90a runs mma-sm80); ending on the last row is a fallback. wmma-gfx11 has no NVIDIA row: its
+// emulation there is for tests, chosen with FAJIT_FAMILY.
 constexpr VariantRow rows[] = {
+    {"decode sm_80+", &decode_mma_family},
     {"decode (any)", &decode_split_family},
     {"gfx11", &wmma_gfx11_family, is_gfx11},
     {"sm_90a", &wgmma_sm90_family},

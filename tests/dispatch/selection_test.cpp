@@ -6,6 +6,7 @@
 
 #include "dispatch/variant_table.hpp"
 #include "families/registry.hpp"
+#include "spec/arch.hpp"
 
 using namespace fajit;
 
@@ -26,12 +27,13 @@ void check_tile(const KernelSpec& spec, int block_q, int block_k, int waves) {
 
 }  // namespace
 
-TEST_CASE("the table tries decode-split first, prefers wmma-gfx11 on gfx11 and ends with scalar for any arch") {
+TEST_CASE("the table tries the decode families first, prefers wmma-gfx11 on gfx11 and ends with scalar for any arch") {
     const auto table = variant_table();
-    REQUIRE(table.size() >= 3);
-    CHECK(table[0].family->name == "decode-split");
-    CHECK(table[1].family->name == "wmma-gfx11");
-    CHECK(table[1].arch_class == "gfx11");
+    REQUIRE(table.size() >= 4);
+    CHECK(table[0].family->name == "decode-mma");
+    CHECK(table[1].family->name == "decode-split");
+    CHECK(table[2].family->name == "wmma-gfx11");
+    CHECK(table[2].arch_class == "gfx11");
     CHECK(table.back().family->name == "scalar");
     CHECK(&fallback_family() == table.back().family);
     for (const char* arch : {"gfx1151", "gfx942:sramecc+:xnack-", "sm_90a", "sm_75"})
@@ -215,21 +217,29 @@ TEST_CASE("query length classes and dispatch keys") {
     CHECK(keys.size() == static_cast<std::size_t>(inputs));
 }
 
-TEST_CASE("decode shapes of up to 16 rows per KV head go to decode-split on every arch; others pass it by") {
-    for (const char* arch : {"gfx1151", "gfx942:sramecc+:xnack-", "sm_80", "sm_90a"}) {
+TEST_CASE("decode shapes of up to 16 rows per KV head go to a decode family on every arch; others pass them by") {
+    for (const char* arch : {"gfx1151", "gfx942:sramecc+:xnack-", "sm_75", "sm_80", "sm_90a"}) {
         INFO(arch);
+        // Tensor cores from sm_80; elsewhere a tile of just the rows needed.
+        const bool tensor_cores = vendor_of(arch) == Vendor::nvidia && sm_version(arch) >= 80;
+        const std::string family = tensor_cores ? "decode-mma" : "decode-split";
         ShapeClass decode = shape(128, DType::bf16, QueryLength::decode);
         decode.decode_rows = classify_decode_rows(1, 32, 8);
         const Selection chosen = select_variant(arch, decode, defaults());
-        CHECK(chosen.spec.family == "decode-split");
-        CHECK(chosen.spec.block_q == 4);
+        CHECK(chosen.spec.family == family);
+        CHECK(chosen.spec.block_q == (tensor_cores ? 16 : 4));
         CHECK(chosen.fallback_reason == "");
+        // A head dim no multiple of 16 takes decode-split, even with tensor cores.
+        ShapeClass odd = decode;
+        odd.head_dim = 72;
+        CHECK(select_variant(arch, odd, defaults()).spec.family == "decode-split");
         // A prefill shape, and a decode shape with too many rows, never reach it, and passing
         // it over is no fallback.
         for (ShapeClass other : {shape(128, DType::bf16), shape(128, DType::bf16, QueryLength::small)}) {
             other.decode_rows = classify_decode_rows(5, 32, 8);
             const Selection prefill = select_variant(arch, other, defaults());
             CHECK(prefill.spec.family != "decode-split");
+            CHECK(prefill.spec.family != "decode-mma");
         }
         // f32 is not among its dtypes: the shape goes on down the table.
         ShapeClass f32 = shape(128, DType::f32, QueryLength::decode);
@@ -284,4 +294,30 @@ TEST_CASE("the decode split plan fills the device when batch x KV heads cannot, 
     const SplitPlan pinned = decode->plan_splits(spec, args, 132, 5);
     CHECK(pinned.num_splits == 5);
     CHECK(pinned.arrival_counters == 8);
+}
+
+TEST_CASE("decode-mma splits to one wave of the blocks an SM holds at once") {
+    const FamilyDescriptor* decode = find_family("decode-mma");
+    REQUIRE(decode);
+    const auto spec_of = [](int head_dim) {
+        KernelSpec spec;
+        spec.family = "decode-mma";
+        spec.head_dim = head_dim;
+        spec.arch = "sm_90a";
+        return with_family_defaults(spec);
+    };
+    KernelSpec spec = spec_of(128);
+    AttentionArgs args;
+    args.heads_kv = 8;
+    args.len_k = 8192;
+    args.batch = 16;
+    // 128 pairs, three blocks of d=128 per SM: 396 slots take 3 splits, not a fourth wave part.
+    CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 3);
+    spec = spec_of(256);
+    // d=256 buffers take 144 KiB: one block per SM, so 128 blocks are a wave.
+    CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 1);
+    args.batch = 1;
+    CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 16);  // 8 pairs x 16 splits on 132 SMs
+    spec = spec_of(128);
+    CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 32);  // 396 slots, but splits of 256 keys
 }

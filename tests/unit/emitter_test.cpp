@@ -18,7 +18,7 @@ KernelSpec sample_spec() {
 }
 
 constexpr std::string_view every_prelude_part[] = {"prelude_common.h", "prelude_wmma_tile.h", "prelude_nvidia.h",
-                                                   "prelude_sm80.h", "prelude_sm90.h"};
+                                                   "prelude_sm80.h",   "prelude_sm90.h",      "prelude_split_kv.h"};
 
 // A directory holding a copy of every embedded template, to edit one of them.
 std::filesystem::path copy_of_templates(const std::string& name) {

@@ -1,0 +1,228 @@
+// fa_decode_mma: decode and short chunks on NVIDIA tensor cores (mma.sync m16n8k16, sm_80
+// and later), split over the key range (flash-decoding). Rows, splits and the block's
+// ending are the split-KV prelude part's (prelude_split_kv.h).
+//
+// The block's 16 packed rows are one m16 row tile, and every warp holds all of them: the
+// warps divide the keys instead. Warp w walks blocks w, w + waves, w + 2 waves, ... of
+// Spec::block_k keys of the split, each through its own cp.async pipeline of kv_stages
+// buffers, so the loop has no block-wide barrier. Per block of keys a warp computes
+// S = Q K^T, moves its frames by the rescale margin, and adds P V to its O, with the
+// fragments of fa_mma_sm80 (prelude_nvidia.h's m16n8 softmax). Decode reads each key
+// once and does little with it, so memory sets the pace: what matters is the number of
+// copies in flight, which small per-warp buffers at several blocks per SM provide.
+//
+// At the end the warps merge their partials in shared memory laid over their K/V buffers,
+// each bringing its O and sum to the largest frame, and fa_split_finish ends the block.
+
+template <class Spec>
+struct fa_decode_mma_layout {
+    using tile_rows = fa_sm80_rows<Spec::head_dim>;
+    static constexpr int rows = Spec::block_q;
+    static constexpr int stages = Spec::kv_stages;
+    static constexpr int q_bytes = rows * tile_rows::pitch;
+    static constexpr int kv_bytes = Spec::block_k * tile_rows::pitch;
+    static constexpr int warp_bytes = 2 * stages * kv_bytes;  // a warp's K and V buffers
+    static constexpr int buffer_bytes = q_bytes + Spec::waves * warp_bytes;
+    // After the buffers: the warps' frames, the block's frame and sum, and a flag.
+    static constexpr int bytes = buffer_bytes + 4 * (Spec::waves + 2) * rows + 4;
+    static_assert(rows == 16, "fa_decode_mma holds one m16 row tile");
+    static_assert(4 * rows * Spec::head_dim <= Spec::waves * warp_bytes, "the merged rows fit over the K/V buffers");
+    static_assert(bytes <= Spec::shared_bytes, "the host reserves less shared memory than fa_decode_mma_layout uses");
+};
+
+template <class Spec>
+__global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
+    using element = typename Spec::element;
+    using layout = fa_decode_mma_layout<Spec>;
+    using tile_rows = typename layout::tile_rows;
+    constexpr int rows = Spec::block_q;
+    constexpr int head_dim = Spec::head_dim;
+    constexpr int block_k = Spec::block_k;
+    constexpr int waves = Spec::waves;
+    constexpr int stages = layout::stages;
+    constexpr int dim_slices = head_dim / 16;  // k steps of Q K^T
+    constexpr int dim_tiles = head_dim / 8;    // 8-column tiles of O
+    constexpr int key_tiles = block_k / 8;     // 8-column tiles of S
+    constexpr int key_slices = block_k / 16;   // k steps of P V
+    // As in fa_mma_sm80: past 32 registers Q would crowd the O accumulator.
+    constexpr bool q_in_registers = head_dim <= 128;
+    constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
+
+    extern __shared__ __align__(128) unsigned char fa_decode_shared[];
+    const unsigned int shared = fa_nv_shared_address(fa_decode_shared);
+    const unsigned int q_tile = shared;
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    const int g = lane / 4;
+    const unsigned int warp_buffers = shared + layout::q_bytes + warp * layout::warp_bytes;
+    const auto k_tile = [&](int stage) { return warp_buffers + 2u * stage * layout::kv_bytes; };
+    const auto v_tile = [&](int stage) { return k_tile(stage) + layout::kv_bytes; };
+
+    const int kv_head = blockIdx.y;
+    const int group = p.heads_q / p.heads_kv;
+    const fa_sequence sequence = fa_sequence_of<Spec>(p, blockIdx.z);
+    // The host never gives a sequence more rows than the tile has; the bound keeps the
+    // kernel safe if it did.
+    const int packed_rows = min(group * sequence.len_q, rows);
+    int split_begin, split_end;
+    fa_split_keys(p, sequence, blockIdx.x, block_k, split_begin, split_end);
+    const int split_blocks = split_end > split_begin ? (split_end - split_begin + block_k - 1) / block_k : 0;
+    const int steps = split_blocks > warp ? (split_blocks - warp + waves - 1) / waves : 0;
+
+    const element* q = static_cast<const element*>(p.q);
+    const element* k = fa_key_rows_start<Spec, element>(p, p.k, p.k_stride, sequence, kv_head);
+    const element* v = fa_key_rows_start<Spec, element>(p, p.v, p.v_stride, sequence, kv_head);
+    const bool aligned =
+        fa_nv_aligned16(p.q, p.q_stride) && fa_nv_aligned16(p.k, p.k_stride) && fa_nv_aligned16(p.v, p.v_stride);
+
+    // Q's packed rows, one 16-byte chunk per thread and pass; idle rows are zeros.
+    for (int i = threadIdx.x; i < rows * tile_rows::chunks; i += blockDim.x) {
+        const int r = i / tile_rows::chunks, chunk = i % tile_rows::chunks;
+        const bool valid = r < packed_rows;
+        const long long row = valid ? fa_row_offset(p.q_stride, sequence, fa_packed_head(kv_head, group, r),
+                                                    fa_packed_query_row(group, r))
+                                    : 0;
+        fa_nv_copy_chunk(q_tile + tile_rows::offset(r, chunk), q + row + chunk * 8, valid, aligned);
+    }
+    fa_nv_cp_async_commit();
+
+    const auto key0_of = [&](int step) { return split_begin + (warp + step * waves) * block_k; };
+    const auto load_step = [&](int step) {
+        const int key0 = key0_of(step);
+        const int stage = step % stages;
+        fa_sm80_load_rows<head_dim, 32, block_k, 2>(
+            {k_tile(stage), v_tile(stage)},
+            fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride}),
+            split_end - key0, aligned, lane);
+    };
+    // One commit group per step (empty past the end) so wait_group counts steps.
+#pragma unroll
+    for (int step = 0; step < stages - 1; ++step) {
+        if (step < steps) load_step(step);
+        fa_nv_cp_async_commit();
+    }
+    fa_nv_cp_async_wait<stages - 1>();  // Q's group, the oldest, has landed
+    __syncthreads();                    // and every thread's part of it
+
+    // ldmatrix row addresses: lane l serves row l%8 of matrix l/8.
+    const int matrix = lane / 8;
+    const int matrix_row = lane % 8;
+    const auto q_fragment = [&](unsigned int(&a)[4], int slice) {
+        // Matrices: rows 0-7 / 8-15 (bit 0), dims +0 / +8 (bit 1).
+        fa_sm80_ldmatrix_x4(a, q_tile + tile_rows::offset(8 * (matrix % 2) + matrix_row, 2 * slice + matrix / 2));
+    };
+    unsigned int q_registers[q_in_registers ? dim_slices : 1][4];
+    if constexpr (q_in_registers)
+#pragma unroll
+        for (int slice = 0; slice < dim_slices; ++slice) q_fragment(q_registers[slice], slice);
+
+    // This lane's rows are g and g+8. Idle rows keep every key of the split: their scores
+    // are zeros, and they are never stored.
+    int visible[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int r = g + 8 * h;
+        visible[h] = r < packed_rows ? min(split_end, fa_visible_keys(Spec::causal, fa_packed_query_row(group, r),
+                                                                      sequence.len_q, sequence.len_k))
+                                     : split_end;
+    }
+    // Query row 0 sees the fewest keys: blocks below its limit need no mask.
+    const int unmasked_end = min(split_end, fa_visible_keys(Spec::causal, 0, sequence.len_q, sequence.len_k));
+
+    float frame[2] = {fa_neg_inf(), fa_neg_inf()};
+    float sum[2] = {0.0f, 0.0f};
+    float out[4 * dim_tiles];
+#pragma unroll
+    for (int i = 0; i < 4 * dim_tiles; ++i) out[i] = 0.0f;
+
+    const float scale_log2 = p.scale * FAJIT_LOG2E;
+    for (int step = 0; step < steps; ++step) {
+        fa_nv_cp_async_wait<stages - 2>();
+        __syncwarp();  // the step's tiles visible to the warp; the buffer refilled below is free
+        if (step + stages - 1 < steps) load_step(step + stages - 1);
+        fa_nv_cp_async_commit();
+
+        const int key0 = key0_of(step);
+        const unsigned int k_stage = k_tile(step % stages);
+        const unsigned int v_stage = v_tile(step % stages);
+
+        float score[4 * key_tiles];
+#pragma unroll
+        for (int i = 0; i < 4 * key_tiles; ++i) score[i] = 0.0f;
+#pragma unroll(q_in_registers ? dim_slices : 1)
+        for (int slice = 0; slice < dim_slices; ++slice) {
+            unsigned int a[4];
+            if constexpr (q_in_registers)
+                for (int r = 0; r < 4; ++r) a[r] = q_registers[slice][r];
+            else
+                q_fragment(a, slice);
+#pragma unroll
+            for (int n = 0; n < key_tiles; n += 2) {
+                // Matrices: keys of tile n / n+1 (bit 1), dims +0 / +8 (bit 0).
+                unsigned int b[4];
+                fa_sm80_ldmatrix_x4(
+                    b, k_stage + tile_rows::offset(8 * n + 8 * (matrix / 2) + matrix_row, 2 * slice + matrix % 2));
+                fa_sm80_mma_m16n8k16<element>(&score[4 * n], a, b[0], b[1]);
+                fa_sm80_mma_m16n8k16<element>(&score[4 * n + 4], a, b[2], b[3]);
+            }
+        }
+
+        float row_max[2], correction[2];
+        const bool masked = key0 + block_k > unmasked_end;
+        const float multiplier = fa_m16n8_scores<key_tiles>(score, scale_log2, masked, visible, key0, row_max);
+        const bool moved = fa_m16n8_move_frames(p, packed_rows, g, margin_log2, row_max, frame, sum, correction);
+        if (__any_sync(0xffffffffu, moved))
+#pragma unroll
+            for (int i = 0; i < 4 * dim_tiles; ++i) out[i] *= correction[(i % 4) / 2];
+        unsigned int probability[key_slices][4];
+        fa_m16n8_exponentiate<key_tiles>(score, multiplier, frame, sum);
+        fa_m16n8_pack<element, key_tiles>(score, probability);
+
+#pragma unroll
+        for (int slice = 0; slice < key_slices; ++slice)
+#pragma unroll
+            for (int n = 0; n < dim_tiles; n += 2) {
+                // Matrices: keys +0 / +8 of the slice (bit 0), dim tile n / n+1 (bit 1).
+                unsigned int b[4];
+                fa_sm80_ldmatrix_x4_trans(
+                    b, v_stage + tile_rows::offset(16 * slice + 8 * (matrix % 2) + matrix_row, n + matrix / 2));
+                fa_sm80_mma_m16n8k16<element>(&out[4 * n], probability[slice], b[0], b[1]);
+                fa_sm80_mma_m16n8k16<element>(&out[4 * n + 4], probability[slice], b[2], b[3]);
+            }
+    }
+    fa_nv_cp_async_wait<0>();  // no copy may still target the buffers the merge reuses
+    __syncthreads();           // and no warp still reads them
+
+    float(*merged)[head_dim] = reinterpret_cast<float(*)[head_dim]>(fa_decode_shared + layout::q_bytes);
+    float* wave_frames = reinterpret_cast<float*>(fa_decode_shared + layout::buffer_bytes);  // [waves][rows]
+    float* block_frame = wave_frames + waves * rows;
+    float* block_sum = block_frame + rows;
+    bool& merges_splits = *reinterpret_cast<bool*>(block_sum + rows);
+    for (int i = threadIdx.x; i < rows * head_dim; i += blockDim.x) merged[i / head_dim][i % head_dim] = 0.0f;
+    if (threadIdx.x < rows) block_sum[threadIdx.x] = 0.0f;
+    const int t = lane % 4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        sum[h] += fa_shuffle_xor(sum[h], 1);
+        sum[h] += fa_shuffle_xor(sum[h], 2);
+        if (t == 0) wave_frames[warp * rows + g + 8 * h] = frame[h];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int r = g + 8 * h;
+        float largest = fa_neg_inf();
+        for (int w = 0; w < waves; ++w) largest = fmaxf(largest, wave_frames[w * rows + r]);
+        if (warp == 0 && t == 0) block_frame[r] = largest;
+        if (frame[h] == fa_neg_inf()) continue;  // this warp saw no key of the row
+        const float factor = fa_exp2(frame[h] - largest);
+#pragma unroll
+        for (int n = 0; n < dim_tiles; ++n) {
+            atomicAdd(&merged[r][8 * n + 2 * t], out[4 * n + 2 * h] * factor);
+            atomicAdd(&merged[r][8 * n + 2 * t + 1], out[4 * n + 2 * h + 1] * factor);
+        }
+        if (t == 0) atomicAdd(&block_sum[r], sum[h] * factor);
+    }
+    __syncthreads();
+    fa_split_finish<Spec>(p, sequence, kv_head, packed_rows, merged, block_frame, block_sum, merges_splits);
+}

@@ -1,0 +1,121 @@
+// fa-jit prelude, split-KV part: how a decode block ends, whatever its register layout.
+//
+// A decode block owns one KV head of one sequence and one split of its keys. Its
+// Spec::block_q rows are that KV head's (query row, query head) pairs: row r is query
+// row r / group of query head kv_head * group + r % group, so the whole GQA group
+// shares each read of K and V. When its waves have merged their partials into shared
+// memory (merged: O relative to frame[r], and each row's sum), fa_split_finish ends the
+// block. With one split it writes O and LSE; otherwise it writes its partial to the
+// workspace, and the last split of the (sequence, KV head) to arrive merges them all
+// through their LSE and resets its arrival counter for the next launch.
+
+// The split's keys: whole blocks of `step` keys, so that a paged block never starts
+// mid-block, from the sequence's own length, so that one launch serves a batch of any
+// lengths and a launch captured in a CUDA graph stays right as the lengths grow.
+FAJIT_DEVICE void fa_split_keys(const fa_params& p, const fa_sequence& sequence, int split, int step, int& begin,
+                                int& end) {
+    const int keys_per_split = ((sequence.len_k + p.num_splits - 1) / p.num_splits + step - 1) / step * step;
+    begin = split * keys_per_split;
+    end = min(sequence.len_k, begin + keys_per_split);
+}
+
+// The query head and query row of packed row r.
+FAJIT_DEVICE int fa_packed_head(int kv_head, int group, int r) { return kv_head * group + r % group; }
+FAJIT_DEVICE int fa_packed_query_row(int group, int r) { return r / group; }
+
+// One wave writes one row: O normalized by its sum (zeros for a row that saw no key) and
+// its natural-log LSE; out[c] holds head dim lane + c * wave size.
+template <class Spec, int dims_per_lane>
+FAJIT_DEVICE void fa_split_store_row(const fa_params& p, const fa_sequence& sequence, int head, int row,
+                                     const float (&out)[dims_per_lane], float frame, float sum) {
+    using element = typename Spec::element;
+    const int lane = fa_lane();
+    const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+    element* output_row = static_cast<element*>(p.o) + fa_row_offset(p.o_stride, sequence, head, row);
+    for (int c = 0; c < dims_per_lane; ++c) {
+        const int d = lane + c * FAJIT_WAVE_SIZE;
+        if (d < Spec::head_dim) output_row[d] = fa_from_float<element>(out[c] * inverse);
+    }
+    if (p.lse && lane == 0)
+        p.lse[fa_lse_index<Spec>(p, sequence, head, row)] =
+            sum > 0.0f ? (frame + fa_log2(sum)) * FAJIT_LN2 : fa_neg_inf();
+}
+
+// Ends the block (see the top of this part); every thread of the block calls it, after
+// a barrier that makes merged, frame and sum complete. merges_splits is a shared flag.
+template <class Spec>
+FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequence, int kv_head, int packed_rows,
+                                  const float (*merged)[Spec::head_dim], const float* frame, const float* sum,
+                                  bool& merges_splits) {
+    constexpr int lanes = FAJIT_WAVE_SIZE;
+    constexpr int rows = Spec::block_q;
+    constexpr int head_dim = Spec::head_dim;
+    constexpr int dims_per_lane = (head_dim + lanes - 1) / lanes;
+    const int lane = fa_lane();
+    const int wave = static_cast<int>(threadIdx.x) / lanes;
+    const int waves = static_cast<int>(blockDim.x) / lanes;
+    const int group = p.heads_q / p.heads_kv;
+
+    if (p.num_splits == 1) {
+        for (int r = wave; r < packed_rows; r += waves) {
+            float row_out[dims_per_lane];
+            for (int c = 0; c < dims_per_lane; ++c) {
+                const int d = lane + c * lanes;
+                row_out[c] = d < head_dim ? merged[r][d] : 0.0f;
+            }
+            fa_split_store_row<Spec, dims_per_lane>(p, sequence, fa_packed_head(kv_head, group, r),
+                                                    fa_packed_query_row(group, r), row_out, frame[r], sum[r]);
+        }
+        return;
+    }
+
+    // Several splits: publish this one's partial, and let the last to arrive merge them.
+    constexpr int partial_floats = rows * (head_dim + 2);
+    const long long pair = static_cast<long long>(blockIdx.z) * p.heads_kv + kv_head;
+    float* partials = p.split_partials + pair * p.num_splits * partial_floats;
+    float* mine = partials + blockIdx.x * partial_floats;
+    for (int i = threadIdx.x; i < rows * head_dim; i += blockDim.x) mine[i] = merged[i / head_dim][i % head_dim];
+    if (threadIdx.x < rows) {
+        mine[rows * head_dim + threadIdx.x] = frame[threadIdx.x];
+        mine[rows * head_dim + rows + threadIdx.x] = sum[threadIdx.x];
+    }
+    __threadfence();  // the partial is visible device-wide before the arrival is counted
+    __syncthreads();
+    if (threadIdx.x == 0)
+        merges_splits = atomicAdd(p.split_arrivals + pair, 1u) == static_cast<unsigned int>(p.num_splits) - 1;
+    __syncthreads();
+    if (!merges_splits) return;
+    __threadfence();  // the other splits' partials are read only after their arrivals
+
+    // Volatile: the partials were written by other blocks during this launch. No load
+    // waits on another's value (selects, not branches, and unrolled loops), so each
+    // wave keeps several splits' loads in flight: one after another, a merge of 32 splits
+    // took longer than the splits themselves (H200, d=128).
+    const volatile float* all = partials;
+    for (int r = wave; r < packed_rows; r += waves) {
+        float largest = fa_neg_inf();
+#pragma unroll 4
+        for (int s = 0; s < p.num_splits; ++s) {
+            const float split_frame = all[s * partial_floats + rows * head_dim + r];
+            const float split_sum = all[s * partial_floats + rows * head_dim + rows + r];
+            largest = fmaxf(largest, split_sum > 0.0f ? split_frame : fa_neg_inf());
+        }
+        float total = 0.0f, row_out[dims_per_lane];
+        for (int c = 0; c < dims_per_lane; ++c) row_out[c] = 0.0f;
+#pragma unroll 4
+        for (int s = 0; s < p.num_splits; ++s) {
+            const volatile float* partial = all + s * partial_floats;
+            const float split_sum = partial[rows * head_dim + rows + r];
+            // A split with no visible key has sum 0 and frame -inf, and weighs nothing.
+            const float factor = split_sum > 0.0f ? fa_exp2(partial[rows * head_dim + r] - largest) : 0.0f;
+            total += split_sum * factor;
+            for (int c = 0; c < dims_per_lane; ++c) {
+                const int d = lane + c * lanes;
+                if (d < head_dim) row_out[c] += partial[r * head_dim + d] * factor;
+            }
+        }
+        fa_split_store_row<Spec, dims_per_lane>(p, sequence, fa_packed_head(kv_head, group, r),
+                                                fa_packed_query_row(group, r), row_out, largest, total);
+    }
+    if (threadIdx.x == 0) p.split_arrivals[pair] = 0u;  // ready for the next launch
+}

@@ -1,0 +1,96 @@
+// decode-mma: decode and short chunks (up to 16 query rows x query heads per KV head) on
+// NVIDIA tensor cores, sm_80 and later: one m16 tile of packed rows that every warp holds,
+// the warps dividing the keys, split over the key range when batch x KV heads cannot fill
+// the device. Head dims that are no multiple of 16 take decode-split.
+#include <algorithm>
+
+#include "families/family_rules.hpp"
+#include "spec/arch.hpp"
+#include "spec/spec_fields.hpp"
+
+namespace fajit {
+namespace {
+
+constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_nvidia.h", "prelude_sm80.h",
+                                              "prelude_split_kv.h"};
+constexpr DType dtypes[] = {DType::f16, DType::bf16};
+constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
+// The k and n steps of m16n8k16 over the head dim.
+constexpr auto head_dims = [] {
+    std::array<int, 16> dims{};
+    for (int i = 0; i < 16; ++i) dims[i] = 16 * (i + 1);
+    return dims;
+}();
+constexpr int rows = 16;
+constexpr int kv_stages = 2;
+// A split shorter than this spends more on its partial and the merge than on keys.
+constexpr int min_keys_per_split = 256;
+constexpr int max_splits = 64;
+// Blocks an SM holds at once, by registers: up to d=128 ptxas gives the kernel at most
+// 168 registers a lane (three blocks of 4 warps), beyond it about 230 (two).
+int resident_by_registers(const KernelSpec& spec) { return spec.head_dim <= 128 ? 3 : 2; }
+
+bool sm80_or_newer(std::string_view arch) { return sm_version(arch) >= 80; }
+
+std::string check(const KernelSpec& spec) {
+    if (auto error = waves_error(spec); !error.empty()) return error;
+    if (spec.block_q != rows)
+        return field_error("bq", std::to_string(spec.block_q),
+                           "family decode-mma takes 16 rows (query rows x query heads per KV head): one m16 tile");
+    if (spec.block_k != 16 && spec.block_k != 32 && spec.block_k != 64)
+        return field_error("bk", std::to_string(spec.block_k),
+                           "family decode-mma takes 16, 32 or 64 keys per warp step");
+    // Each lane holds 16 x (d + bk) / 32 f32 accumulators (O and S), as mma-sm80 counts them.
+    const int accumulators = rows * (spec.head_dim + spec.block_k) / 32;
+    if (accumulators > 160)
+        return field_error("bk", std::to_string(spec.block_k),
+                           "family decode-mma would hold " + std::to_string(accumulators) +
+                               " accumulators per lane (at most 160): choose a smaller bk");
+    return rounded_probability_margin_error(spec);
+}
+
+// fa_decode_mma_layout: Q, then each warp's kv_stages K and V buffers (rows of the
+// padded pitch), then the warps' frames, the block's frame and sum, and a flag.
+SharedLayout shared_layout(const KernelSpec& spec) {
+    const unsigned row_bytes = 16u * (static_cast<unsigned>(spec.head_dim) / 8u + 1u);
+    const unsigned tile_rows = rows + 2u * kv_stages * spec.block_k * spec.waves;
+    const unsigned merge_bytes = 4u * (spec.waves + 2u) * rows + 4u;
+    return {row_bytes * tile_rows + merge_bytes, true, {{{"kv_stages", kv_stages}}}};
+}
+
+// Short warp steps keep the buffers small, so more blocks are resident and more copies
+// are in flight.
+Tile choose_tile(const ShapeClass&, std::string_view) { return {rows, 16, 4}; }
+
+// One wave of resident blocks: as many as registers and shared memory allow per SM.
+SplitPlan plan_splits(const KernelSpec& spec, const AttentionArgs& args, int compute_units, int requested) {
+    // An SM's shared memory is the opt-in limit per block plus the 1 KiB the driver keeps
+    // per block (CUDA programming guide, compute capabilities).
+    const unsigned per_block = shared_layout(spec).shared_bytes + 1024u;
+    const int by_shared = static_cast<int>((nvidia_shared_limit(spec.arch) + 1024u) / per_block);
+    const int resident = std::max(1, std::min(resident_by_registers(spec), by_shared));
+    return plan_key_splits(spec, args, compute_units, requested, {resident, min_keys_per_split, max_splits});
+}
+
+}  // namespace
+
+extern const FamilyDescriptor decode_mma_family = {
+    .name = "decode-mma",
+    .template_file = "fa_decode_mma.h",
+    .kernel = "fa_decode_mma",
+    .prelude_parts = prelude_parts,
+    .dtypes = dtypes,
+    .head_dims = head_dims,
+    .kv_layouts = kv_layouts,
+    .targets = "NVIDIA targets sm_80 or later",
+    .compiles_for = sm80_or_newer,
+    .check = check,
+    .refuses_shape = refuses_all_but_decode,
+    .choose_tile = choose_tile,
+    .shared_layout = shared_layout,
+    .shared_limit = nvidia_shared_limit,
+    .launch_shape = split_launch,
+    .plan_splits = plan_splits,
+};
+
+}  // namespace fajit

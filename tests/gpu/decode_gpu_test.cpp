@@ -1,0 +1,145 @@
+// The split-KV decode families against the f64 reference: dense and paged, one split, a
+// few, and as many as the plan gives, GQA groups packed into the tile's rows. Each family
+// runs where its arch rule admits the device; skips, saying why, where no device is present.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "families/registry.hpp"
+#include "spec/arch.hpp"
+#include "support/gpu_test_setup.hpp"
+#include "support/sequence_batch_case.hpp"
+
+using namespace fajit;
+using namespace fajit::testing;
+
+namespace {
+
+KernelSpec decode_spec(const std::string& family, int rows, int head_dim, DType dtype, CausalMode causal,
+                       KvLayout layout, int page_size) {
+    KernelSpec spec;
+    spec.family = family;
+    spec.arch = gpu_test_arch();
+    spec.head_dim = head_dim;
+    spec.dtype = dtype;
+    spec.causal = causal;
+    spec.kv_layout = layout;
+    spec.page_size = page_size;
+    spec.rescale_margin = 10.0f;
+    spec = with_family_defaults(spec);
+    if (family == "decode-split") spec.block_q = rows;  // decode-mma's tile is 16 rows
+    return spec;
+}
+
+}  // namespace
+
+TEST_CASE("each decode family matches the f64 reference with one split, a few and the planned count") {
+    if (skip_without_device()) return;
+    for (const std::string family : {"decode-mma", "decode-split"}) {
+        if (!find_family(family)->compiles_for(gpu_test_arch())) {
+            MESSAGE(family << " skipped: it does not run on " << gpu_test_arch());
+            continue;
+        }
+        int cases = 0, failures = 0;
+        double worst = 0.0;
+        std::uint64_t seed = 900;
+        for (const int splits : {1, 3, 0}) {
+            Options options = gpu_test_options(false);
+            options.decode_splits = splits;
+            Runtime runtime(options);
+            for (const DType dtype : {DType::f16, DType::bf16})
+                for (const int head_dim : {64, 128, 256})
+                    for (const auto& [group, len_q] : {std::pair{1, 1}, {4, 1}, {8, 1}, {4, 4}, {8, 2}}) {
+                        const int rows = group * len_q;
+                        // More outputs per lane than decode-split keeps.
+                        if (family == "decode-split" && head_dim == 256 && rows > 8) continue;
+                        for (const KvLayout layout : {KvLayout::dense, KvLayout::paged}) {
+                            const CausalMode causal = cases % 3 == 0 ? CausalMode::none : CausalMode::bottom_right;
+                            const int page_size = layout == KvLayout::paged ? (cases % 2 ? 16 : 1) : 0;
+                            const KernelSpec spec =
+                                decode_spec(family, rows, head_dim, dtype, causal, layout, page_size);
+                            REQUIRE_MESSAGE(validate(spec) == "", validate(spec));
+                            Comparison result;
+                            std::string what;
+                            if (layout == KvLayout::dense) {
+                                CaseShape shape;
+                                shape.batch = 3;
+                                shape.heads_kv = 2;
+                                shape.heads_q = 2 * group;
+                                shape.len_q = len_q;
+                                shape.len_k = 3000 + cases;
+                                shape.head_dim = head_dim;
+                                shape.dtype = dtype;
+                                shape.causal = causal;
+                                shape.scale = 4.0f / std::sqrt(static_cast<float>(head_dim));
+                                shape.layout = static_cast<Layout>(cases % 3);
+                                const CaseInputs inputs = random_inputs(shape, seed++);
+                                const auto run = run_on_device(runtime, spec, shape, inputs);
+                                result = compare(shape, run.outputs, reference_attention(shape, inputs),
+                                                 output_tolerance(shape, inputs));
+                                what = shape.describe();
+                            } else {
+                                BatchShape shape;
+                                shape.len_q = {len_q, len_q, len_q, len_q};
+                                shape.len_k = {1, 5000, 0, 300 + cases};
+                                shape.heads_kv = 2;
+                                shape.heads_q = 2 * group;
+                                shape.head_dim = head_dim;
+                                shape.dtype = dtype;
+                                shape.causal = causal;
+                                shape.scale = 4.0f / std::sqrt(static_cast<float>(head_dim));
+                                shape.kv_layout = layout;
+                                shape.page_size = page_size;
+                                shape.heads_first = cases % 2 == 0;
+                                const auto inputs = random_batch_inputs(shape, seed);
+                                result = compare_batch(shape, inputs,
+                                                       run_batch_on_device(runtime, &spec, shape, inputs, seed));
+                                ++seed;
+                                what = shape.describe();
+                            }
+                            ++cases;
+                            worst = std::max(worst, result.max_error);
+                            if (result.bad_elements) {
+                                ++failures;
+                                FAIL_CHECK("splits=" << splits << " " << to_string(spec) << " " << what << ": "
+                                                     << result.bad_elements << " bad, first " << result.first_bad);
+                            }
+                        }
+                    }
+        }
+        std::printf("%s sweep: %d cases, %d failed; max abs error %.3g\n", family.c_str(), cases, failures, worst);
+        CHECK(failures == 0);
+    }
+}
+
+TEST_CASE("the dispatcher sends decode to a decode family and prefill to the prefill families") {
+    if (skip_without_device()) return;
+    AttentionArgs args;
+    static char memory[16];
+    args.q = args.k = args.v = args.o = memory;
+    args.batch = 4;
+    args.heads_q = 32;
+    args.heads_kv = 8;
+    args.len_k = 8192;
+    args.head_dim = 128;
+    args.dtype = DType::bf16;
+    args.scale = 0.088f;
+    args.causal = CausalMode::bottom_right;
+    const auto select = [&](int len_q) {
+        args.len_q = len_q;
+        args.q_strides = args.o_strides = {32LL * len_q * 128, std::int64_t(len_q) * 128, 128};
+        args.k_strides = args.v_strides = {8LL * 8192 * 128, 8192LL * 128, 128};
+        return gpu_test_runtime().select(args);
+    };
+    // Tensor cores where the arch has mma.sync; elsewhere a tile of just the rows needed.
+    const bool tensor_cores = sm_version(gpu_test_arch()) >= 80;
+    const std::string decode_family = tensor_cores ? "decode-mma" : "decode-split";
+    CHECK(select(1).family == decode_family);
+    CHECK(select(1).block_q == (tensor_cores ? 16 : 4));
+    CHECK(select(4).family == decode_family);
+    CHECK(select(4).block_q == 16);
+    CHECK(select(5).family != decode_family);  // 20 rows per KV head: more than a decode tile
+    CHECK(select(2048).family != decode_family);
+}
