@@ -22,13 +22,43 @@ constexpr auto head_dims = [] {
     return dims;
 }();
 constexpr int rows = 16;
-constexpr int kv_stages = 2;
 // A split shorter than this spends more on its partial and the merge than on keys.
 constexpr int min_keys_per_split = 256;
 constexpr int max_splits = 64;
-// Blocks an SM holds at once, by registers: up to d=128 ptxas gives the kernel at most
-// 168 registers a lane (three blocks of 4 warps), beyond it about 230 (two).
-int resident_by_registers(const KernelSpec& spec) { return spec.head_dim <= 128 ? 3 : 2; }
+// Registers a lane, as ptxas gave them (sm_90a: 122 at d=64, 166 at d=128, 226 at d=256),
+// rounded up to the allocation granule.
+int registers_per_lane(int head_dim) { return head_dim <= 64 ? 128 : head_dim <= 128 ? 168 : 232; }
+
+unsigned layout_bytes(int head_dim, int block_k, int waves, int stages) {
+    const unsigned row_bytes = 16u * (static_cast<unsigned>(head_dim) / 8u + 1u);
+    const unsigned tile_rows = rows + 2u * stages * block_k * waves;
+    const unsigned merge_bytes = 4u * (waves + 2u) * rows + 4u;
+    return row_bytes * tile_rows + merge_bytes;
+}
+
+// Blocks an SM holds at once, by registers and by shared memory: an SM's shared memory is
+// the opt-in limit per block plus the 1 KiB the driver keeps per block (CUDA programming
+// guide, compute capabilities).
+int resident_blocks(const KernelSpec& spec, unsigned bytes) {
+    const int by_registers = 65536 / (registers_per_lane(spec.head_dim) * 32 * spec.waves);
+    const int by_shared = static_cast<int>((nvidia_shared_limit(spec.arch) + 1024u) / (bytes + 1024u));
+    return std::max(1, std::min(by_registers, by_shared));
+}
+
+// Decode reads each key once, so its pace is the bytes in flight: each warp has stages - 1
+// buffers loading while it computes on one. The count that keeps the most in flight on
+// an SM, given how many blocks fit.
+int best_stages(const KernelSpec& spec) {
+    int best = 2;
+    long long best_in_flight = 0;
+    for (int stages = 2; stages <= 4; ++stages) {
+        const unsigned bytes = layout_bytes(spec.head_dim, spec.block_k, spec.waves, stages);
+        if (bytes > nvidia_shared_limit(spec.arch)) break;
+        const long long in_flight = static_cast<long long>(resident_blocks(spec, bytes)) * spec.waves * (stages - 1);
+        if (in_flight > best_in_flight) best = stages, best_in_flight = in_flight;
+    }
+    return best;
+}
 
 bool sm80_or_newer(std::string_view arch) { return sm_version(arch) >= 80; }
 
@@ -52,23 +82,17 @@ std::string check(const KernelSpec& spec) {
 // fa_decode_mma_layout: Q, then each warp's kv_stages K and V buffers (rows of the
 // padded pitch), then the warps' frames, the block's frame and sum, and a flag.
 SharedLayout shared_layout(const KernelSpec& spec) {
-    const unsigned row_bytes = 16u * (static_cast<unsigned>(spec.head_dim) / 8u + 1u);
-    const unsigned tile_rows = rows + 2u * kv_stages * spec.block_k * spec.waves;
-    const unsigned merge_bytes = 4u * (spec.waves + 2u) * rows + 4u;
-    return {row_bytes * tile_rows + merge_bytes, true, {{{"kv_stages", kv_stages}}}};
+    const int stages = best_stages(spec);
+    return {layout_bytes(spec.head_dim, spec.block_k, spec.waves, stages), true, {{{"kv_stages", stages}}}};
 }
 
 // Short warp steps keep the buffers small, so more blocks are resident and more copies
 // are in flight.
 Tile choose_tile(const ShapeClass&, std::string_view) { return {rows, 16, 4}; }
 
-// One wave of resident blocks: as many as registers and shared memory allow per SM.
+// One wave of resident blocks.
 SplitPlan plan_splits(const KernelSpec& spec, const AttentionArgs& args, int compute_units, int requested) {
-    // An SM's shared memory is the opt-in limit per block plus the 1 KiB the driver keeps
-    // per block (CUDA programming guide, compute capabilities).
-    const unsigned per_block = shared_layout(spec).shared_bytes + 1024u;
-    const int by_shared = static_cast<int>((nvidia_shared_limit(spec.arch) + 1024u) / per_block);
-    const int resident = std::max(1, std::min(resident_by_registers(spec), by_shared));
+    const int resident = resident_blocks(spec, shared_layout(spec).shared_bytes);
     return plan_key_splits(spec, args, compute_units, requested, {resident, min_keys_per_split, max_splits});
 }
 

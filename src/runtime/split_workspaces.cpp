@@ -1,6 +1,8 @@
 #include "runtime/split_workspaces.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace fajit {
 namespace {
@@ -15,6 +17,18 @@ SplitWorkspace SplitWorkspaces::get(const Backend& backend, int device, void* st
     workspace.num_splits = plan.num_splits;
     if (plan.num_splits <= 1) return workspace;
     std::lock_guard lock(mutex_);
+    try {
+        return grow(backend, device, stream, plan, workspace);
+    } catch (const std::runtime_error& error) {
+        // Allocating (and zeroing) is what a stream under CUDA-graph capture may not do.
+        throw std::runtime_error(std::string("the split-KV workspace of this stream could not grow: ") + error.what() +
+                                 " (under CUDA-graph capture, make one call of the shape on the capturing stream "
+                                 "before capture)");
+    }
+}
+
+SplitWorkspace SplitWorkspaces::grow(const Backend& backend, int device, void* stream, const SplitPlan& plan,
+                                     SplitWorkspace workspace) {
     Workspace& buffers = by_stream_[{device, stream}];
     const std::size_t partial_bytes = plan.partial_floats * sizeof(float);
     if (!buffers.partials || buffers.partials->size() < partial_bytes) {

@@ -18,10 +18,14 @@ namespace fajit {
 class SplitWorkspaces {
 public:
     // The workspace for plan's launch on stream. Its arrival counters are zero, as every
-    // split launch leaves them. Throws std::runtime_error when device memory runs out.
+    // split launch leaves them. Throws std::runtime_error when it must grow and cannot:
+    // device memory ran out, or the stream is under CUDA-graph capture.
     SplitWorkspace get(const Backend& backend, int device, void* stream, const SplitPlan& plan);
 
 private:
+    // get's work, under mutex_; workspace holds the plan's split count.
+    SplitWorkspace grow(const Backend& backend, int device, void* stream, const SplitPlan& plan,
+                        SplitWorkspace workspace);
     struct Workspace {
         std::unique_ptr<DeviceBuffer> partials, arrivals;
     };
