@@ -130,11 +130,21 @@ std::vector<fs::path> entry_files(const fs::path& arch_directory) {
 }  // namespace
 
 TEST_CASE("every subcommand answers --help with exit 0") {
-    for (std::vector<std::string> command :
-         std::vector<std::vector<std::string>>{{"warm"},    {"ls"},     {"stats"},           {"verify"},
-                                               {"prune"},   {"clear"},  {"emit"},            {"compile"},
-                                               {"devices"}, {"bench"},  {"remote", "ls"},    {"remote", "stats"},
-                                               {"remote", "clear"},     {"pack"},            {"unpack"}}) {
+    for (std::vector<std::string> command : std::vector<std::vector<std::string>>{{"warm"},
+                                                                                  {"ls"},
+                                                                                  {"stats"},
+                                                                                  {"verify"},
+                                                                                  {"prune"},
+                                                                                  {"clear"},
+                                                                                  {"emit"},
+                                                                                  {"compile"},
+                                                                                  {"devices"},
+                                                                                  {"bench"},
+                                                                                  {"remote", "ls"},
+                                                                                  {"remote", "stats"},
+                                                                                  {"remote", "clear"},
+                                                                                  {"pack"},
+                                                                                  {"unpack"}}) {
         INFO(command.front() << " " << command.back());
         command.push_back("--help");
         const CliRun run = fa_jit(command);
@@ -201,6 +211,27 @@ TEST_CASE("warm expands presets, lists and ranges into valid variants") {
             CHECK(text.find(",d=256,") != std::string::npos);
             CHECK_FALSE((text.find("wmma-gfx11") != std::string::npos && text.ends_with("gfx942")));
         }
+    }
+    SUBCASE("a preset with decode and one page size: the dispatcher's variants for each shape, at most 24") {
+        const json plan = json_of(fa_jit(with_cache({"warm", "--preset", "llama-3", "--arch", "gfx1151", "--decode",
+                                                     "--page-size", "16", "--dry-run", "--json"},
+                                                    cache)));
+        // {wmma-gfx11, scalar} prefill and decode-split decode, each dense and paged, in
+        // f16/bf16 x no mask/bottom-right.
+        CHECK(plan["total"] == 24);
+        int decode = 0, paged = 0;
+        for (const auto& spec : plan["variants"]) {
+            const std::string text = spec;
+            // llama-3's GQA group of 4 packs one decode token's heads into 4 tile rows.
+            if (text.starts_with("family=decode-split,")) decode += text.find(",bq=4,") != std::string::npos;
+            paged += text.find(",kv=paged,page=16,") != std::string::npos;
+        }
+        CHECK(decode == 8);
+        CHECK(paged == 12);
+        const CliRun bad = fa_jit(
+            with_cache({"warm", "--preset", "llama-3", "--arch", "gfx1151", "--page-size", "24", "--dry-run"}, cache));
+        CHECK(bad.exit_code == exit_usage);
+        CHECK(bad.err.find("page=24") != std::string::npos);
     }
     SUBCASE("a head dim range") {
         const json plan = json_of(fa_jit(with_cache({"warm", "--head-dim", "64-128:32", "--family", "scalar", "--dtype",

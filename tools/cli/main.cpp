@@ -46,10 +46,10 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
 
     const Command commands[] = {
-        add_warm_command(app),   add_ls_command(app),      add_stats_command(app),
-        add_verify_command(app), add_prune_command(app),   add_clear_command(app),
-        add_emit_command(app),   add_compile_command(app), add_devices_command(app), add_bench_command(app),
-        add_remote_command(app), add_pack_command(app),    add_unpack_command(app),
+        add_warm_command(app),    add_ls_command(app),    add_stats_command(app),  add_verify_command(app),
+        add_prune_command(app),   add_clear_command(app), add_emit_command(app),   add_compile_command(app),
+        add_devices_command(app), add_bench_command(app), add_remote_command(app), add_pack_command(app),
+        add_unpack_command(app),
     };
     try {
         app.parse(argc, argv);

@@ -65,6 +65,14 @@ std::vector<KernelSpec> specs_from_sweep(const json& sweep, const std::vector<st
             request.dtypes = text_values(value, field);
         else if (field == "causal")
             request.causal_modes = text_values(value, field);
+        else if (field == "page_size")
+            for (const json& item : value.is_array() ? value : json::array({value}))
+                request.page_sizes.push_back(number_value<int>(item, field));
+        else if (field == "decode") {
+            if (!value.is_boolean()) throw UsageError(field + ": expected true or false");
+            request.decode = value.get<bool>();
+        } else if (field == "gqa_group")
+            request.gqa_group = number_value<int>(value, field);
         else if (field == "margin")
             request.margin = number_value<float>(value, field);
         else if (field == "block_q")
@@ -75,8 +83,8 @@ std::vector<KernelSpec> specs_from_sweep(const json& sweep, const std::vector<st
             request.waves = number_value<int>(value, field);
         else
             throw UsageError(field +
-                             ": unknown field (known: arch, preset, family, head_dim, dtype, causal, margin, "
-                             "block_q, block_k, waves)");
+                             ": unknown field (known: arch, preset, family, head_dim, dtype, causal, page_size, "
+                             "decode, gqa_group, margin, block_q, block_k, waves)");
     }
     return expand_sweep(request);
 }

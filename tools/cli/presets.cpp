@@ -3,13 +3,14 @@
 namespace fajit::cli {
 namespace {
 
-// Head dims from the models' published configs (hidden size / attention heads).
+// Head dims (hidden size / attention heads) and GQA groups (attention heads / key-value
+// heads) from the models' published configs.
 constexpr Preset known_presets[] = {
-    {"llama-3", 128, "Llama 3 and 3.1 (8B, 70B, 405B), Llama 3.2 3B"},
-    {"qwen2.5", 128, "Qwen2.5 1.5B to 72B"},
-    {"mistral", 128, "Mistral 7B, Mistral NeMo, Mixtral"},
-    {"gemma-2", 256, "Gemma 2 2B and 9B"},
-    {"phi-2", 80, "Phi-2 (2.7B)"},
+    {"llama-3", 128, 4, "Llama 3 and 3.1 (8B, 70B, 405B), Llama 3.2 3B"},
+    {"qwen2.5", 128, 7, "Qwen2.5 7B (1.5B to 72B share the head dim)"},
+    {"mistral", 128, 4, "Mistral 7B, Mistral NeMo, Mixtral"},
+    {"gemma-2", 256, 2, "Gemma 2 9B (and 2B's head dim)"},
+    {"phi-2", 80, 1, "Phi-2 (2.7B)"},
 };
 
 }  // namespace

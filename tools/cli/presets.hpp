@@ -1,5 +1,6 @@
 #pragma once
-// Named model families for `fa-jit warm --preset`: each fixes the head dim its models use.
+// Named model families for `fa-jit warm --preset`: each fixes the head dim its models use,
+// and the query heads per KV head that size a decode tile.
 #include <optional>
 #include <span>
 #include <string_view>
@@ -9,6 +10,7 @@ namespace fajit::cli {
 struct Preset {
     std::string_view name;
     int head_dim;
+    int gqa_group;            // query heads per KV head, of the first model listed
     std::string_view models;  // which checkpoints share that head dim, for --list-presets
 };
 

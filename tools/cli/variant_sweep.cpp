@@ -69,11 +69,17 @@ std::vector<Value> parse_names(const std::vector<std::string>& names, std::optio
     return values;
 }
 
-std::vector<HeadDim> head_dims_of(const SweepRequest& request) {
-    if (!request.head_dims.empty()) return parse_head_dims(request.head_dims);
-    if (request.preset.empty()) throw UsageError("no head dim: give --head-dim or --preset");
+std::optional<Preset> preset_of(const SweepRequest& request) {
+    if (request.preset.empty()) return std::nullopt;
     const auto preset = find_preset(request.preset);
     if (!preset) throw UsageError("preset=" + request.preset + ": unknown (fa-jit warm --list-presets lists them)");
+    return preset;
+}
+
+std::vector<HeadDim> head_dims_of(const SweepRequest& request) {
+    if (!request.head_dims.empty()) return parse_head_dims(request.head_dims);
+    const auto preset = preset_of(request);
+    if (!preset) throw UsageError("no head dim: give --head-dim or --preset");
     return {{preset->head_dim, false}};
 }
 
@@ -132,16 +138,30 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
         parse_names<CausalMode>(request.causal_modes, parse_causal, "causal", "none, top-left or bottom-right",
                                 {CausalMode::none, CausalMode::bottom_right});
 
+    // The shapes: each K/V layout, prefill and (asked for) decode of one token per sequence.
+    const int group = request.gqa_group.value_or(preset_of(request) ? preset_of(request)->gqa_group : 1);
+    if (group < 1) throw UsageError("gqa-group=" + std::to_string(group) + ": must be at least 1");
+    std::vector<ShapeClass> shapes;
+    std::vector<std::pair<KvLayout, int>> layouts = {{KvLayout::dense, 0}};
+    for (const int page_size : request.page_sizes) layouts.push_back({KvLayout::paged, page_size});
+    for (const auto& [layout, page_size] : layouts) {
+        ShapeClass prefill;
+        prefill.kv_layout = layout;
+        prefill.page_size = page_size;
+        shapes.push_back(prefill);
+        if (!request.decode) continue;
+        ShapeClass decode = prefill;
+        decode.query_length = QueryLength::decode;
+        decode.decode_rows = classify_decode_rows(1, group, 1);
+        shapes.push_back(decode);
+    }
+
     // Without --family, a shape gets the family the dispatcher would run for it on that
-    // arch, and the fallback; not every family that compiles there (an emulation is for
-    // tests, and a row only takes what the rows before it cannot).
-    const auto dispatched = [](const std::string& family, const std::string& arch, int head_dim, DType dtype,
-                               CausalMode causal) {
-        if (family == fallback_family().name) return true;
-        ShapeClass shape;
-        shape.head_dim = head_dim;
-        shape.dtype = dtype;
-        shape.causal = causal;
+    // arch, and for prefill the fallback; not every family that compiles there (an
+    // emulation is for tests, and a row only takes what the rows before it cannot). A
+    // decode shape that falls back compiles its fallback on first use.
+    const auto dispatched = [](const std::string& family, const std::string& arch, const ShapeClass& shape) {
+        if (family == fallback_family().name) return shape.query_length == QueryLength::large;
         return select_variant(arch, shape, Options{}).spec.family == family;
     };
 
@@ -151,14 +171,12 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
             for (const HeadDim& dim : head_dims)
                 for (const DType dtype : dtypes)
                     for (const CausalMode causal : causal_modes)
-                        if (!request.families.empty() || dispatched(family, arch, dim.value, dtype, causal)) {
-                            KernelSpec spec;
-                            spec.family = family;
-                            spec.arch = arch;
-                            spec.head_dim = dim.value;
-                            spec = with_family_defaults(spec);
-                            spec.dtype = dtype;
-                            spec.causal = causal;
+                        for (ShapeClass shape : shapes) {
+                            shape.head_dim = dim.value;
+                            shape.dtype = dtype;
+                            shape.causal = causal;
+                            if (request.families.empty() && !dispatched(family, arch, shape)) continue;
+                            KernelSpec spec = variant_spec(*find_family(family), shape, arch);
                             spec.rescale_margin = request.margin.value_or(default_warm_margin);
                             if (request.block_q) spec.block_q = *request.block_q;
                             if (request.block_k) spec.block_k = *request.block_k;
@@ -179,6 +197,10 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
                          [](const KernelSpec& spec) { return spec.family; });
     require_variants_for(candidates, explicitly_named(request.dtypes, dtypes),
                          [](const KernelSpec& spec) { return std::string(to_string(spec.dtype)); });
+    std::set<std::string> named_pages;
+    for (const int page_size : request.page_sizes) named_pages.insert(std::to_string(page_size));
+    require_variants_for(candidates, named_pages,
+                         [](const KernelSpec& spec) { return std::to_string(spec.page_size); });
     require_variants_for(candidates, explicitly_named(request.causal_modes, causal_modes),
                          [](const KernelSpec& spec) { return std::string(to_string(spec.causal)); });
 

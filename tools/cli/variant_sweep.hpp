@@ -1,6 +1,6 @@
 #pragma once
-// Turns what an operator asks to warm (archs x families x head dims x dtypes x causal modes,
-// plus tile settings) into the list of valid KernelSpecs. Shared by warm's flags and the
+// Turns what an operator asks to warm (archs x families x head dims x dtypes x causal modes x
+// K/V layouts x query shapes, plus tile settings) into the list of valid KernelSpecs. Shared by warm's flags and the
 // sweeps of a manifest, so both accept exactly the same values.
 #include <optional>
 #include <string>
@@ -21,11 +21,15 @@ struct SweepRequest {
     std::vector<std::string> head_dims;
     std::vector<std::string> dtypes;             // empty: f16 and bf16
     std::vector<std::string> causal_modes;       // empty: none and bottom-right
+    std::vector<int> page_sizes;                 // each adds paged K/V; dense always
+    bool decode = false;                         // adds one-token decode shapes to prefill
+    std::optional<int> gqa_group;                // for decode; empty: the preset's, else 1
     std::optional<float> margin;                 // empty: default_warm_margin
     std::optional<int> block_q, block_k, waves;  // empty: the family's defaults
 };
 
-// Every valid combination, in a stable order. Combinations a spec validation rejects (a
+// Every valid combination, in a stable order, each with the tiles the dispatcher picks for
+// its shape. Combinations a spec validation rejects (a
 // family on an arch it does not compile for) are skipped and logged at debug level. Throws UsageError, with the
 // validation message naming the field, when a value named on its own (not produced by a
 // range or a default) is valid for no arch and family, or when nothing valid remains.

@@ -40,14 +40,18 @@ int list_presets(bool json) {
     if (json) {
         nlohmann::json list = nlohmann::json::array();
         for (const Preset& preset : presets())
-            list.push_back({{"name", preset.name}, {"head_dim", preset.head_dim}, {"models", preset.models}});
+            list.push_back({{"name", preset.name},
+                            {"head_dim", preset.head_dim},
+                            {"gqa_group", preset.gqa_group},
+                            {"models", preset.models}});
         std::cout << list.dump(2) << "\n";
         return exit_success;
     }
-    TextTable table({TextTable::Align::left, TextTable::Align::right, TextTable::Align::left});
-    table.add_row({"PRESET", "HEAD DIM", "MODELS"});
+    TextTable table({TextTable::Align::left, TextTable::Align::right, TextTable::Align::right, TextTable::Align::left});
+    table.add_row({"PRESET", "HEAD DIM", "GQA GROUP", "MODELS"});
     for (const Preset& preset : presets())
-        table.add_row({std::string(preset.name), std::to_string(preset.head_dim), std::string(preset.models)});
+        table.add_row({std::string(preset.name), std::to_string(preset.head_dim), std::to_string(preset.gqa_group),
+                       std::string(preset.models)});
     table.print(std::cout);
     return exit_success;
 }
@@ -147,8 +151,10 @@ Command add_warm_command(CLI::App& app) {
     auto options = std::make_shared<WarmOptions>();
     auto* warm = app.add_subcommand("warm", "precompile kernel variants into the cache");
     warm->footer(
-        "Variants: every combination of --arch x --family x --head-dim x --dtype x --causal, with the tile\n"
-        "options applied; combinations a family does not support on an arch are skipped (-vv shows them).\n"
+        "Variants: every combination of --arch x --family x --head-dim x --dtype x --causal x K/V layout\n"
+        "(dense, and paged for each --page-size) x query shape (prefill, and with --decode one decode token\n"
+        "per sequence), with the tile options applied; combinations a family does not support on an arch\n"
+        "are skipped (-vv shows them). The fallback is warmed for prefill shapes only.\n"
         "A --manifest adds the variants it lists (format: tools/cli/MANIFEST.md).\n"
         "Exit status: 0 all variants cached, 1 bad arguments, 2 some variant failed to compile or is not\n"
         "in the cache at the end (read-only or full directory, a cache path that is not a directory, ...).");
@@ -160,14 +166,22 @@ Command add_warm_command(CLI::App& app) {
     warm->add_option("--preset", sweep.preset, "model preset supplying the head dim (see --list-presets)");
     warm->add_flag("--list-presets", options->list_presets, "list the presets and exit");
     warm->add_option("--family", sweep.families,
-                     "kernel families: " + family_names(", ") + " (default: for each shape, the family the "
-                     "dispatcher runs on that arch, and the fallback, " + std::string(fallback_family().name) + ")")
+                     "kernel families: " + family_names(", ") +
+                         " (default: for each shape, the family the "
+                         "dispatcher runs on that arch, and the fallback, " +
+                         std::string(fallback_family().name) + ")")
         ->delimiter(',');
     warm->add_option("--head-dim", sweep.head_dims, "head dims: 128, a list 64,128 or a range 64-128:8")
         ->delimiter(',');
     warm->add_option("--dtype", sweep.dtypes, "f16, bf16, f32 (default: f16,bf16)")->delimiter(',');
     warm->add_option("--causal", sweep.causal_modes, "none, top-left, bottom-right (default: none,bottom-right)")
         ->delimiter(',');
+    warm->add_option("--page-size", sweep.page_sizes, "also paged K/V with these page sizes (powers of two, 1-256)")
+        ->delimiter(',');
+    warm->add_flag("--decode", sweep.decode,
+                   "also decode shapes: one query row per sequence, its GQA group's heads in one tile");
+    warm->add_option("--gqa-group", sweep.gqa_group,
+                     "query heads per KV head, for --decode (default: the preset's, else 1)");
     warm->add_option("--margin", sweep.margin, "rescale margin (default: 10, what the runtime selects)");
     warm->add_option("--block-q", sweep.block_q, "query rows per block (default: the family's)");
     warm->add_option("--block-k", sweep.block_k, "keys per block step (default: the family's)");

@@ -62,12 +62,9 @@ void print_warm_summary(const WarmTotals& totals, std::ostream& out) {
 nlohmann::json warm_report_json(const std::vector<WarmResult>& results, const WarmTotals& totals) {
     nlohmann::json variants = nlohmann::json::array();
     for (const WarmResult& result : results) {
-        nlohmann::json variant = {{"spec", to_string(result.spec)},
-                                  {"arch", result.spec.arch},
-                                  {"family", result.spec.family},
-                                  {"outcome", to_string(result.outcome)},
-                                  {"seconds", result.seconds},
-                                  {"compile_seconds", result.compile_seconds}};
+        nlohmann::json variant = {{"spec", to_string(result.spec)}, {"arch", result.spec.arch},
+                                  {"family", result.spec.family},   {"outcome", to_string(result.outcome)},
+                                  {"seconds", result.seconds},      {"compile_seconds", result.compile_seconds}};
         if (!result.key.empty()) variant["key"] = result.key;
         if (result.outcome == WarmOutcome::failed) {
             variant["error"] = result.error;
