@@ -93,16 +93,16 @@ FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequenc
     // took longer than the splits themselves (H200, d=128).
     const volatile float* all = partials;
     for (int r = wave; r < packed_rows; r += waves) {
-        float largest = fa_neg_inf();
-#pragma unroll 4
-        for (int s = 0; s < p.num_splits; ++s) {
+        float largest = fa_neg_inf();  // the lanes read a split each
+        for (int s = lane; s < p.num_splits; s += lanes) {
             const float split_frame = all[s * partial_floats + rows * head_dim + r];
             const float split_sum = all[s * partial_floats + rows * head_dim + rows + r];
             largest = fmaxf(largest, split_sum > 0.0f ? split_frame : fa_neg_inf());
         }
+        largest = fa_wave_max(largest);
         float total = 0.0f, row_out[dims_per_lane];
         for (int c = 0; c < dims_per_lane; ++c) row_out[c] = 0.0f;
-#pragma unroll 4
+#pragma unroll 8
         for (int s = 0; s < p.num_splits; ++s) {
             const volatile float* partial = all + s * partial_floats;
             const float split_sum = partial[rows * head_dim + rows + r];
