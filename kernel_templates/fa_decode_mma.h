@@ -40,12 +40,13 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     constexpr int block_k = Spec::block_k;
     constexpr int waves = Spec::waves;
     constexpr int stages = layout::stages;
-    constexpr int dim_slices = head_dim / 16;  // k steps of Q K^T
-    constexpr int dim_tiles = head_dim / 8;    // 8-column tiles of O
-    constexpr int key_tiles = block_k / 8;     // 8-column tiles of S
-    constexpr int key_slices = block_k / 16;   // k steps of P V
+    constexpr int padded_dim = fa_sm80_padded_dim<head_dim>;  // what the tiles cover
+    constexpr int dim_slices = padded_dim / 16;               // k steps of Q K^T
+    constexpr int dim_tiles = padded_dim / 8;                 // 8-column tiles of O
+    constexpr int key_tiles = block_k / 8;                    // 8-column tiles of S
+    constexpr int key_slices = block_k / 16;                  // k steps of P V
     // As in fa_mma_sm80: past 32 registers Q would crowd the O accumulator.
-    constexpr bool q_in_registers = head_dim <= 128;
+    constexpr bool q_in_registers = padded_dim <= 128;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
 
     extern __shared__ __align__(128) unsigned char fa_decode_shared[];
@@ -75,10 +76,11 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     const bool aligned =
         fa_nv_aligned16(p.q, p.q_stride) && fa_nv_aligned16(p.k, p.k_stride) && fa_nv_aligned16(p.v, p.v_stride);
 
-    // Q's packed rows, one 16-byte chunk per thread and pass; idle rows are zeros.
+    // Q's packed rows, one 16-byte chunk per thread and pass; idle rows and the padding
+    // dims are zeros.
     for (int i = threadIdx.x; i < rows * tile_rows::chunks; i += blockDim.x) {
         const int r = i / tile_rows::chunks, chunk = i % tile_rows::chunks;
-        const bool valid = r < packed_rows;
+        const bool valid = r < packed_rows && chunk < tile_rows::data_chunks;
         const long long row = valid ? fa_row_offset(p.q_stride, sequence, fa_packed_head(kv_head, group, r),
                                                     fa_packed_query_row(group, r))
                                     : 0;
@@ -217,7 +219,7 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
         if (frame[h] == fa_neg_inf()) continue;  // this warp saw no key of the row
         const float factor = fa_exp2(frame[h] - largest);
 #pragma unroll
-        for (int n = 0; n < dim_tiles; ++n) {
+        for (int n = 0; n < head_dim / 8; ++n) {  // the padding dims' tiles are not merged
             atomicAdd(&merged[r][8 * n + 2 * t], out[4 * n + 2 * h] * factor);
             atomicAdd(&merged[r][8 * n + 2 * t + 1], out[4 * n + 2 * h + 1] * factor);
         }

@@ -59,18 +59,19 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     using element = typename Spec::element;
     using layout = fa_mma_layout<Spec>;
     constexpr int head_dim = Spec::head_dim;
+    constexpr int padded_dim = fa_sm80_padded_dim<head_dim>;  // what the tiles cover
     constexpr int block_q = Spec::block_q;
     constexpr int block_k = Spec::block_k;
     constexpr int stages = layout::stages;
     constexpr int warp_rows = block_q / Spec::waves;
-    constexpr int m_tiles = warp_rows / 16;    // 16-row tiles per warp
-    constexpr int dim_slices = head_dim / 16;  // k steps of Q K^T
-    constexpr int dim_tiles = head_dim / 8;    // 8-column tiles of O
-    constexpr int key_tiles = block_k / 8;     // 8-column tiles of S
-    constexpr int key_slices = block_k / 16;   // k steps of P V
-    // Q as A fragments costs m_tiles * head_dim / 4 registers per lane; beyond 32 it
+    constexpr int m_tiles = warp_rows / 16;      // 16-row tiles per warp
+    constexpr int dim_slices = padded_dim / 16;  // k steps of Q K^T
+    constexpr int dim_tiles = padded_dim / 8;    // 8-column tiles of O
+    constexpr int key_tiles = block_k / 8;       // 8-column tiles of S
+    constexpr int key_slices = block_k / 16;     // k steps of P V
+    // Q as A fragments costs m_tiles * padded_dim / 4 registers per lane; beyond 32 it
     // would crowd the O accumulator, so it is read again from shared memory each step.
-    constexpr bool q_in_registers = m_tiles * head_dim <= 128;
+    constexpr bool q_in_registers = m_tiles * padded_dim <= 128;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
 
     extern __shared__ __align__(128) unsigned char fa_mma_shared[];

@@ -37,8 +37,15 @@ FAJIT_DEVICE void fa_sm80_mma_m16n8k16(float* d, const unsigned int (&a)[4], uns
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// The head dim the m16n8k16 tiles cover: head_dim rounded up to 16, since Q K^T steps
+// over it 16 at a time and O's columns come in pairs of 8-column tiles. The dims past
+// head_dim are zeros in the shared tiles (fa_sm80_load_rows), so they add nothing to
+// Q K^T, and the O columns they give are never stored.
+template <int head_dim>
+inline constexpr int fa_sm80_padded_dim = (head_dim + 15) / 16 * 16;
+
 // Shared tiles of rows of head_dim 16-bit elements, as both sm_80 kernels stage Q, K
-// and V. A row is head_dim/8 16-byte chunks, stored with one chunk of padding: the row
+// and V. A row is padded_dim/8 16-byte chunks, stored with one chunk of padding: the row
 // pitch is then an odd multiple of 16 bytes, so the 8 rows one ldmatrix phase reads
 // (same chunk of 8 consecutive rows) start in 8 distinct 16-byte bank groups and every
 // ldmatrix is conflict-free. An XOR swizzle (chunk ^ row % 8) would save the padding,
@@ -48,7 +55,8 @@ FAJIT_DEVICE void fa_sm80_mma_m16n8k16(float* d, const unsigned int (&a)[4], uns
 // fragment address a lane base plus a constant.
 template <int head_dim>
 struct fa_sm80_rows {
-    static constexpr int chunks = head_dim / 8;  // 16-byte chunks per row
+    static constexpr int chunks = fa_sm80_padded_dim<head_dim> / 8;  // 16-byte chunks per row
+    static constexpr int data_chunks = head_dim / 8;                 // the rest are zeros
     static constexpr int pitch = (chunks + 1) * 16;
     static FAJIT_DEVICE unsigned int offset(int row, int chunk) {
         return static_cast<unsigned int>(row * (chunks + 1) + chunk) * 16u;
@@ -56,8 +64,8 @@ struct fa_sm80_rows {
 };
 
 // Copies `rows` rows of head_dim elements from each of `count` tensors (`source`, an
-// fa_nv_strided_rows or fa_nv_key_block; rows past `valid_rows` as zeros) into shared
-// tiles `tile[i]`, by `threads` threads of which this is `thread`. Each thread owns one
+// fa_nv_strided_rows or fa_nv_key_block; rows past `valid_rows`, and the padding dims, as
+// zeros) into shared tiles `tile[i]`, by `threads` threads of which this is `thread`. Each thread owns one
 // 16-byte column of the rows and walks down them with stepped addresses, a few
 // instructions per copy; the loop stays rolled, since it runs while the O accumulator
 // holds half the registers and unrolled its hoisted addresses pushed the mma-sm80 kernel
@@ -77,7 +85,7 @@ FAJIT_DEVICE void fa_sm80_load_rows(const unsigned int (&tile)[count], const Row
     for (int c = 0; c < count; ++c) element_offset[c] = my_row * source.row_stride[c] + chunk * 8;
 #pragma unroll 1
     for (int row = my_row, pass = 0; row < rows; row += rows_per_pass, ++pass) {
-        const bool valid = row < valid_rows;
+        const bool valid = row < valid_rows && chunk < tile_rows::data_chunks;
 #pragma unroll
         for (int c = 0; c < count; ++c) {
             long long at = valid ? element_offset[c] : 0;

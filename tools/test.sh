@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Builds fa-jit and runs every test suite. GPU suites skip, saying why, where no
-# device exists. Usage: tools/test.sh [build directory, default build]
+# device exists. Usage: tools/test.sh [--exhaustive] [build directory, default build]
+# --exhaustive sweeps every head dim of each family instead of a covering sample
+# (FAJIT_TEST_EXHAUSTIVE=1, read by the sweeps themselves; longer than CI allows).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ "${1:-}" == --exhaustive ]]; then
+  export FAJIT_TEST_EXHAUSTIVE=1
+  shift
+fi
 build="${1:-build}"
 exec tools/build-env.sh bash -c "
   set -euo pipefail

@@ -1,7 +1,7 @@
 // decode-mma: decode and short chunks (up to 16 query rows x query heads per KV head) on
 // NVIDIA tensor cores, sm_80 and later: one m16 tile of packed rows that every warp holds,
 // the warps dividing the keys, split over the key range when batch x KV heads cannot fill
-// the device. Head dims that are no multiple of 16 take decode-split.
+// the device. Any head dim the spec allows, padded to 16 inside the kernel.
 #include <algorithm>
 
 #include "families/family_rules.hpp"
@@ -15,22 +15,19 @@ constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_nvidi
                                               "prelude_split_kv.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
 constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
-// The k and n steps of m16n8k16 over the head dim.
-constexpr auto head_dims = [] {
-    std::array<int, 16> dims{};
-    for (int i = 0; i < 16; ++i) dims[i] = 16 * (i + 1);
-    return dims;
-}();
 constexpr int rows = 16;
 // A split shorter than this spends more on its partial and the merge than on keys.
 constexpr int min_keys_per_split = 256;
 constexpr int max_splits = 64;
 // Registers a lane, as ptxas gave them (sm_90a: 122 at d=64, 166 at d=128, 226 at d=256),
 // rounded up to the allocation granule.
-int registers_per_lane(int head_dim) { return head_dim <= 64 ? 128 : head_dim <= 128 ? 168 : 232; }
+int registers_per_lane(int head_dim) {
+    const int padded = sm80_padded_head_dim(head_dim);
+    return padded <= 64 ? 128 : padded <= 128 ? 168 : 232;
+}
 
 unsigned layout_bytes(int head_dim, int block_k, int waves, int stages) {
-    const unsigned row_bytes = 16u * (static_cast<unsigned>(head_dim) / 8u + 1u);
+    const unsigned row_bytes = 16u * (static_cast<unsigned>(sm80_padded_head_dim(head_dim)) / 8u + 1u);
     const unsigned tile_rows = rows + 2u * stages * block_k * waves;
     const unsigned merge_bytes = 4u * (waves + 2u) * rows + 4u;
     return row_bytes * tile_rows + merge_bytes;
@@ -71,7 +68,7 @@ std::string check(const KernelSpec& spec) {
         return field_error("bk", std::to_string(spec.block_k),
                            "family decode-mma takes 16, 32 or 64 keys per warp step");
     // Each lane holds 16 x (d + bk) / 32 f32 accumulators (O and S), as mma-sm80 counts them.
-    const int accumulators = rows * (spec.head_dim + spec.block_k) / 32;
+    const int accumulators = rows * (sm80_padded_head_dim(spec.head_dim) + spec.block_k) / 32;
     if (accumulators > 160)
         return field_error("bk", std::to_string(spec.block_k),
                            "family decode-mma would hold " + std::to_string(accumulators) +
@@ -104,7 +101,7 @@ extern const FamilyDescriptor decode_mma_family = {
     .kernel = "fa_decode_mma",
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
-    .head_dims = head_dims,
+    .head_dims = every_head_dim,
     .kv_layouts = kv_layouts,
     .targets = "NVIDIA targets sm_80 or later",
     .compiles_for = sm80_or_newer,

@@ -14,6 +14,10 @@ inline constexpr auto every_head_dim = [] {
     return dims;
 }();
 
+// The head dim the sm_80 tensor-core kernels compute over: rounded up to 16 (their
+// m16n8k16 steps), the padding zeros in shared memory (prelude_sm80.h).
+constexpr int sm80_padded_head_dim(int head_dim) { return (head_dim + 15) / 16 * 16; }
+
 // Empty when waves is 1, 2, 4 or 8; else the error naming the field.
 std::string waves_error(const KernelSpec&);
 

@@ -1,5 +1,6 @@
 // mma-sm80: FlashAttention-2 style mma.sync m16n8k16 with ldmatrix and a cp.async
-// pipeline, for NVIDIA sm_80 and later.
+// pipeline, for NVIDIA sm_80 and later; any head dim the spec allows, padded to 16 inside
+// the kernel.
 #include "families/family_rules.hpp"
 #include "spec/arch.hpp"
 #include "spec/spec_fields.hpp"
@@ -10,7 +11,6 @@ namespace {
 constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_nvidia.h", "prelude_sm80.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
 constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
-constexpr int head_dims[] = {64, 80, 96, 128, 256};
 
 bool sm80_or_newer(std::string_view arch) { return sm_version(arch) >= 80; }
 
@@ -25,7 +25,7 @@ std::string check(const KernelSpec& spec) {
     // Each lane holds rows/warp * (d + bk) / 32 f32 accumulators (O and S). At 192
     // (32 rows, d=128, bk=64) ptxas already spills; 160 compiles clean at every head dim
     // (tools/tiles/mma_sm80.md lists the register counts).
-    const int accumulators = spec.block_q / spec.waves * (spec.head_dim + spec.block_k) / 32;
+    const int accumulators = spec.block_q / spec.waves * (sm80_padded_head_dim(spec.head_dim) + spec.block_k) / 32;
     if (accumulators > 160)
         return field_error("bk", std::to_string(spec.block_k),
                            "family mma-sm80 would hold " + std::to_string(accumulators) +
@@ -33,12 +33,13 @@ std::string check(const KernelSpec& spec) {
     return rounded_probability_margin_error(spec);
 }
 
-// fa_mma_layout: Q plus `kv_stages` K and V buffers; rows of d/8 16-byte chunks plus
-// one chunk of padding. Head dim 64 tiles are small enough for a third buffer at two
-// blocks per SM.
+// fa_mma_layout: Q plus `kv_stages` K and V buffers; rows of the padded head dim's
+// 16-byte chunks plus one chunk of padding. Head dim 64 tiles are small enough for a
+// third buffer at two blocks per SM.
 SharedLayout shared_layout(const KernelSpec& spec) {
-    const unsigned row_bytes = 16u * (static_cast<unsigned>(spec.head_dim) / 8u + 1u);
-    const int stages = spec.head_dim <= 64 ? 3 : 2;
+    const int padded = sm80_padded_head_dim(spec.head_dim);
+    const unsigned row_bytes = 16u * (static_cast<unsigned>(padded) / 8u + 1u);
+    const int stages = padded <= 64 ? 3 : 2;
     const unsigned rows = static_cast<unsigned>(spec.block_q + 2 * stages * spec.block_k);
     return {row_bytes * rows, true, {{{"kv_stages", stages}}}};
 }
@@ -49,10 +50,14 @@ SharedLayout shared_layout(const KernelSpec& spec) {
 // barriers and softmax passes per key) measured faster; they need an sm_90-class part's
 // 227 KiB of shared memory, so other targets (sm_80 included) keep the narrow tiles.
 // A warp computes 16 or more rows at once, so short query runs cost the same tile.
+// Head dims between those measured take the tiles of the next one up, whose accumulators
+// they do not exceed (32 rows per warp hold d + bk of them: up to d=96 with 64-key steps,
+// and up to 128 with 32-key steps).
 Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
-    const Tile narrow = {shape.head_dim > 128 ? 64 : 128, shape.head_dim >= 128 ? 32 : 64, 4};
-    if (shape.head_dim < 128) return narrow;
-    const Tile wide = {128, shape.head_dim > 128 ? 64 : 128, 8};
+    const int padded = sm80_padded_head_dim(shape.head_dim);
+    const Tile narrow = {padded > 128 ? 64 : 128, padded > 96 ? 32 : 64, 4};
+    if (padded < 128) return narrow;
+    const Tile wide = {128, padded > 128 ? 64 : 128, 8};
     KernelSpec spec;
     spec.head_dim = shape.head_dim;
     spec.block_q = wide.block_q;
@@ -69,7 +74,7 @@ extern const FamilyDescriptor mma_sm80_family = {
     .kernel = "fa_mma_sm80",
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
-    .head_dims = head_dims,
+    .head_dims = every_head_dim,
     .kv_layouts = kv_layouts,
     .targets = "NVIDIA targets sm_80 or later",
     .compiles_for = sm80_or_newer,

@@ -105,9 +105,16 @@ TEST_CASE("NVIDIA sm_80 and newer without wgmma: mma-sm80 with the measured tile
     check_tile(select_variant("sm_80", shape(128), defaults()).spec, 128, 32, 4);
     check_tile(select_variant("sm_80", shape(64, DType::bf16, QueryLength::decode), defaults()).spec, 128, 64, 4);
 
-    const auto d72 = select_variant("sm_80", shape(72), defaults());
-    CHECK(d72.spec.family == "scalar");
-    CHECK(d72.fallback_reason.find("d=72") != std::string::npos);
+    // Head dims between the measured ones take the next one's tiles, padded to 16 inside
+    // the kernel: every head dim the spec allows runs on tensor cores.
+    for (const int head_dim : {16, 24, 72, 112, 120, 200, 248}) {
+        CAPTURE(head_dim);
+        const auto selected = select_variant("sm_80", shape(head_dim), defaults());
+        CHECK(selected.spec.family == "mma-sm80");
+        CHECK(selected.fallback_reason == "");
+    }
+    check_tile(select_variant("sm_80", shape(112), defaults()).spec, 128, 32, 4);  // 32 rows x (112 + 32)
+    check_tile(select_variant("sm_90a", shape(200), defaults()).spec, 128, 64, 8);
 }
 
 TEST_CASE("older NVIDIA and non-gfx11 AMD archs: scalar, with no fallback to report") {
@@ -229,10 +236,10 @@ TEST_CASE("decode shapes of up to 16 rows per KV head go to a decode family on e
         CHECK(chosen.spec.family == family);
         CHECK(chosen.spec.block_q == (tensor_cores ? 16 : 4));
         CHECK(chosen.fallback_reason == "");
-        // A head dim no multiple of 16 takes decode-split, even with tensor cores.
+        // A head dim no multiple of 16 too: decode-mma pads it inside the kernel.
         ShapeClass odd = decode;
         odd.head_dim = 72;
-        CHECK(select_variant(arch, odd, defaults()).spec.family == "decode-split");
+        CHECK(select_variant(arch, odd, defaults()).spec.family == family);
         // A prefill shape, and a decode shape with too many rows, never reach it, and passing
         // it over is no fallback.
         for (ShapeClass other : {shape(128, DType::bf16), shape(128, DType::bf16, QueryLength::small)}) {

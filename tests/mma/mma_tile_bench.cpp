@@ -122,7 +122,8 @@ double time_ms(Runtime& runtime, const KernelSpec& spec, const AttentionArgs& ar
     return best;
 }
 
-KernelSpec candidate_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype, const Tiles& tiles) {
+KernelSpec candidate_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype,
+                          const Tiles& tiles) {
     return with_tiles(family_spec(family, arch, head_dim, dtype, CausalMode::bottom_right, 10.0f), tiles);
 }
 
@@ -195,42 +196,42 @@ int main(int argc, char** argv) {
         for (auto& thread : pool) thread.join();
     }
 
-    std::printf("%-5s %-5s %-28s %8s %8s %8s   (TFLOP/s, causal bottom-right, B=1 Hq=32 Hkv=8 Lq=2048)\n", "D",
-                "dtype", "family waves/bq/bk", "Lk=2048", "Lk=8192", "Lk=16384");
+    std::printf("%-5s %-5s %-28s %8s %8s %8s   (TFLOP/s, causal bottom-right, B=1 Hq=32 Hkv=8 Lq=2048)\n", "D", "dtype",
+                "family waves/bq/bk", "Lk=2048", "Lk=8192", "Lk=16384");
     int status = 0;
     for (const auto& run : runs) {
         Problem problem(run.head_dim, run.dtype);
         for (const std::string& family : families)
-        for (const auto& tiles : tile_candidates(family, run.head_dim)) {
-            const KernelSpec spec = candidate_spec(family, device.arch, run.head_dim, run.dtype, tiles);
-            const std::string tile_text = family + " " + std::to_string(tiles.waves) + "/" +
-                                          std::to_string(tiles.block_q) + "/" + std::to_string(tiles.block_k);
-            if (auto error = validate(spec); !error.empty()) {
-                std::printf("%-5d %-5s %-28s skipped: %s\n", run.head_dim, std::string(to_string(run.dtype)).c_str(),
-                            tile_text.c_str(), error.c_str());
-                continue;
-            }
-            std::string cells;
-            for (int len_k : {2048, 8192, 16384}) {
-                char cell[16] = "       -";
-                if (std::find(run.len_k.begin(), run.len_k.end(), len_k) != run.len_k.end()) {
-                    try {
-                        const double ms = time_ms(runtime, spec, problem.args(len_k));
-                        if (problem.output_finite())
-                            std::snprintf(cell, sizeof cell, "%8.1f", causal_flops(run.head_dim, len_k) / ms / 1e9);
-                        else
-                            std::snprintf(cell, sizeof cell, "%8s", "NaN-out");
-                    } catch (const std::exception& error) {
-                        std::printf("%s: %s\n", to_string(spec).c_str(), error.what());
-                        status = 1;
-                    }
+            for (const auto& tiles : tile_candidates(family, run.head_dim)) {
+                const KernelSpec spec = candidate_spec(family, device.arch, run.head_dim, run.dtype, tiles);
+                const std::string tile_text = family + " " + std::to_string(tiles.waves) + "/" +
+                                              std::to_string(tiles.block_q) + "/" + std::to_string(tiles.block_k);
+                if (auto error = validate(spec); !error.empty()) {
+                    std::printf("%-5d %-5s %-28s skipped: %s\n", run.head_dim,
+                                std::string(to_string(run.dtype)).c_str(), tile_text.c_str(), error.c_str());
+                    continue;
                 }
-                cells += std::string(" ") + cell;
+                std::string cells;
+                for (int len_k : {2048, 8192, 16384}) {
+                    char cell[16] = "       -";
+                    if (std::find(run.len_k.begin(), run.len_k.end(), len_k) != run.len_k.end()) {
+                        try {
+                            const double ms = time_ms(runtime, spec, problem.args(len_k));
+                            if (problem.output_finite())
+                                std::snprintf(cell, sizeof cell, "%8.1f", causal_flops(run.head_dim, len_k) / ms / 1e9);
+                            else
+                                std::snprintf(cell, sizeof cell, "%8s", "NaN-out");
+                        } catch (const std::exception& error) {
+                            std::printf("%s: %s\n", to_string(spec).c_str(), error.what());
+                            status = 1;
+                        }
+                    }
+                    cells += std::string(" ") + cell;
+                }
+                std::printf("%-5d %-5s %-28s%s\n", run.head_dim, std::string(to_string(run.dtype)).c_str(),
+                            tile_text.c_str(), cells.c_str());
+                std::fflush(stdout);
             }
-            std::printf("%-5d %-5s %-28s%s\n", run.head_dim, std::string(to_string(run.dtype)).c_str(),
-                        tile_text.c_str(), cells.c_str());
-            std::fflush(stdout);
-        }
     }
     return status;
 }
