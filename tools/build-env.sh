@@ -9,7 +9,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
 host_packages=(g++ cmake make libspdlog-dev libxxhash-dev doctest-dev libcli11-dev nlohmann-json3-dev
-               redis-server libhiredis-dev libssl-dev libarchive-dev pkg-config)
+               redis-server libhiredis-dev libssl-dev libarchive-dev pkg-config cargo rustc rustfmt bindgen)
 
 choose() {
   if [[ -n "${FAJIT_BUILD_ENV:-}" ]]; then echo "$FAJIT_BUILD_ENV"; return; fi

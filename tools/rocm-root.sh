@@ -14,12 +14,12 @@ root="${FAJIT_ROCM_ROOT:-/var/cache/fa-jit/rocm-root}"
 checkout="$(cd "$(dirname "$0")/.." && pwd)"
 # The stamp's version names the package list below; a root with an older stamp gets the
 # packages added since installed into it, without a new bootstrap.
-stamp="$root/.fa-jit-provisioned-v2"
-older_stamps=("$root/.fa-jit-provisioned-v1")
+stamp="$root/.fa-jit-provisioned-v3"
+older_stamps=("$root/.fa-jit-provisioned-v2" "$root/.fa-jit-provisioned-v1")
 
 packages=(libamdhip64-dev libhiprtc-builtins5 rocm-device-libs-17 llvm-17 g++ cmake make
           libspdlog-dev libxxhash-dev doctest-dev libcli11-dev nlohmann-json3-dev python3
-          redis-server libhiredis-dev libssl-dev libarchive-dev pkg-config)
+          redis-server libhiredis-dev libssl-dev libarchive-dev pkg-config cargo rustc rustfmt bindgen)
 
 host_mirror() {
   local uri
