@@ -101,8 +101,7 @@ struct Runtime::State {
             workspace = split_workspaces.get(*running->backend, args.device, stream, plan);
         }
         const KernelArguments arguments = make_kernel_arguments(args, workspace);
-        const LaunchShape shape =
-            family.launch_shape(spec, args, family.shared_layout(spec), compute_units, workspace.num_splits);
+        const LaunchShape shape = launch_shape(spec, args, compute_units, workspace.num_splits);
         if (auto error = kernel.launch(shape, &arguments, sizeof arguments, stream); !error.empty())
             throw Error(ErrorKind::launch_failed, "launching " + to_string(spec) + ": " + error);
     }

@@ -15,6 +15,7 @@
 
 #include "codegen/isa_report.hpp"
 #include "spec/arch.hpp"
+#include "support/batched_sample.hpp"
 #include "support/compile_support.hpp"
 
 using namespace fajit;
@@ -30,17 +31,8 @@ std::vector<KernelSpec> decode_specs(const std::string& family, const std::strin
         for (const int head_dim : {16, 72, 128, 256})
             for (const auto& [rows, layout, page_size] :
                  {std::tuple{1, KvLayout::dense, 0}, {4, KvLayout::paged, 16}, {16, KvLayout::ragged, 0}}) {
-                KernelSpec spec;
-                spec.family = family;
-                spec.arch = arch;
-                spec.head_dim = head_dim;
-                spec.dtype = dtype;
-                spec.kv_layout = layout;
-                spec.page_size = page_size;
-                spec.rescale_margin = 10.0f;
-                spec = with_family_defaults(spec);
-                if (family == "decode-split") spec.block_q = rows;  // decode-mma's tile is 16 rows
-                spec.causal = index++ % 2 ? CausalMode::bottom_right : CausalMode::none;
+                const CausalMode causal = index++ % 2 ? CausalMode::bottom_right : CausalMode::none;
+                const KernelSpec spec = decode_spec(family, arch, rows, head_dim, dtype, causal, layout, page_size);
                 if (validate(spec).empty()) specs.push_back(spec);
             }
     return specs;

@@ -9,31 +9,12 @@
 
 #include "families/registry.hpp"
 #include "spec/arch.hpp"
+#include "support/batched_sample.hpp"
 #include "support/gpu_test_setup.hpp"
 #include "support/sequence_batch_case.hpp"
 
 using namespace fajit;
 using namespace fajit::testing;
-
-namespace {
-
-KernelSpec decode_spec(const std::string& family, int rows, int head_dim, DType dtype, CausalMode causal,
-                       KvLayout layout, int page_size) {
-    KernelSpec spec;
-    spec.family = family;
-    spec.arch = gpu_test_arch();
-    spec.head_dim = head_dim;
-    spec.dtype = dtype;
-    spec.causal = causal;
-    spec.kv_layout = layout;
-    spec.page_size = page_size;
-    spec.rescale_margin = 10.0f;
-    spec = with_family_defaults(spec);
-    if (family == "decode-split") spec.block_q = rows;  // decode-mma's tile is 16 rows
-    return spec;
-}
-
-}  // namespace
 
 TEST_CASE("each decode family matches the f64 reference with one split, a few and the planned count") {
     if (skip_without_device()) return;
@@ -60,7 +41,7 @@ TEST_CASE("each decode family matches the f64 reference with one split, a few an
                             const CausalMode causal = cases % 3 == 0 ? CausalMode::none : CausalMode::bottom_right;
                             const int page_size = layout == KvLayout::paged ? (cases % 2 ? 16 : 1) : 0;
                             const KernelSpec spec =
-                                decode_spec(family, rows, head_dim, dtype, causal, layout, page_size);
+                                decode_spec(family, gpu_test_arch(), rows, head_dim, dtype, causal, layout, page_size);
                             REQUIRE_MESSAGE(validate(spec) == "", validate(spec));
                             Comparison result;
                             std::string what;

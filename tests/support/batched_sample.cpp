@@ -32,4 +32,20 @@ std::vector<KernelSpec> batched_sample(const std::string& family, const std::vec
     return specs;
 }
 
+KernelSpec decode_spec(const std::string& family, const std::string& arch, int rows, int head_dim, DType dtype,
+                       CausalMode causal, KvLayout layout, int page_size) {
+    KernelSpec spec;
+    spec.family = family;
+    spec.arch = arch;
+    spec.head_dim = head_dim;
+    spec.dtype = dtype;
+    spec.causal = causal;
+    spec.kv_layout = layout;
+    spec.page_size = page_size;
+    spec.rescale_margin = 10.0f;
+    spec = with_family_defaults(spec);
+    if (family == "decode-split") spec.block_q = rows;
+    return spec;
+}
+
 }  // namespace fajit::testing

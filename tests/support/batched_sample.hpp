@@ -24,4 +24,9 @@ std::vector<KvCase> batched_kv_cases();
 std::vector<KernelSpec> batched_sample(const std::string& family, const std::vector<std::string>& archs,
                                        const std::vector<int>& head_dims);
 
+// A decode family's spec: its default tiles, margin 10, and for decode-split a tile of
+// `rows` rows (decode-mma's is always 16).
+KernelSpec decode_spec(const std::string& family, const std::string& arch, int rows, int head_dim, DType dtype,
+                       CausalMode causal, KvLayout layout, int page_size);
+
 }  // namespace fajit::testing

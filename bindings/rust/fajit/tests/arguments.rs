@@ -20,22 +20,22 @@ fn runtime() -> Runtime {
     Runtime::new(&[("FAJIT_CACHE_DISABLE", "1"), ("FAJIT_LOG_LEVEL", "error")]).expect("a runtime")
 }
 
-/// The C suite's valid call with `shape` in place of its own; strides stay the valid ones.
-fn valid_with(shape: Shape) -> Attention {
+/// The C suite's tensor addresses.
+fn with_tensors(call: Attention) -> Attention {
+    call.q(0x100000).k(0x200000).v(0x300000).o(0x400000)
+}
+
+/// The C suite's dense strides (B=2, Hq=8, Hkv=2, Lq=16, Lk=32, D=64).
+fn with_valid_strides(call: Attention) -> Attention {
     let q = Strides::contiguous(8, 16, 64);
     let kv = Strides::contiguous(2, 32, 64);
-    Attention::dense(DType::F16, shape)
-        .q(0x100000)
-        .k(0x200000)
-        .v(0x300000)
-        .o(0x400000)
-        .lse(0x500000, [2, 8, 16])
-        .q_strides(q)
-        .o_strides(q)
-        .k_strides(kv)
-        .v_strides(kv)
-        .causal(Causal::BottomRight)
-        .scale(0.125)
+    call.q_strides(q).o_strides(q).k_strides(kv).v_strides(kv)
+}
+
+/// The C suite's valid call with `shape` in place of its own; strides stay the valid ones.
+fn valid_with(shape: Shape) -> Attention {
+    let call = with_valid_strides(with_tensors(Attention::dense(DType::F16, shape)));
+    call.lse(0x500000, [2, 8, 16]).causal(Causal::BottomRight).scale(0.125)
 }
 
 fn valid() -> Attention {
@@ -60,14 +60,9 @@ fn paged(change: impl Fn(&mut Paged)) -> Attention {
         page_size: 16,
     };
     change(&mut layout);
-    Attention::paged(DType::F16, SHAPE, layout)
-        .q(0x100000)
-        .k(0x200000)
-        .v(0x300000)
-        .o(0x400000)
+    with_tensors(Attention::paged(DType::F16, SHAPE, layout))
         .lse(0x500000, [1, 8, 32])
         .causal(Causal::BottomRight)
-        .scale(0.125)
 }
 
 fn cases() -> Vec<(&'static str, Attention, &'static str)> {
@@ -96,15 +91,11 @@ fn cases() -> Vec<(&'static str, Attention, &'static str)> {
         ("heads_q beyond the grid", with(|s| s.heads_q = 70000), "heads_q=70000"),
         (
             "batch beyond the grid",
-            Attention::dense(DType::F16, Shape { batch: 70000, ..SHAPE })
-                .q(0x100000)
-                .k(0x200000)
-                .v(0x300000)
-                .o(0x400000)
-                .q_strides(q)
-                .o_strides(q)
-                .k_strides(kv)
-                .v_strides(kv),
+            // No LSE: its shape would be wrong first.
+            with_valid_strides(with_tensors(Attention::dense(
+                DType::F16,
+                Shape { batch: 70000, ..SHAPE },
+            ))),
             "batch=70000",
         ),
         ("infinite scale", valid().scale(f32::INFINITY), "scale=inf"),
@@ -114,20 +105,10 @@ fn cases() -> Vec<(&'static str, Attention, &'static str)> {
         ("misaligned o", valid().o(0x400003), "o=0x400003"),
         (
             "f32 k on a 2-byte boundary",
-            {
-                let mut call = Attention::dense(DType::F32, SHAPE)
-                    .q(0x100000)
-                    .k(0x200002)
-                    .v(0x300000)
-                    .o(0x400000);
-                call = call
-                    .lse(0x500000, [2, 8, 16])
-                    .q_strides(q)
-                    .o_strides(q)
-                    .k_strides(kv)
-                    .v_strides(kv);
-                call.causal(Causal::BottomRight).scale(0.125)
-            },
+            with_valid_strides(with_tensors(Attention::dense(DType::F32, SHAPE)))
+                .k(0x200002)
+                .lse(0x500000, [2, 8, 16])
+                .causal(Causal::BottomRight),
             "k=0x200002",
         ),
         ("misaligned lse", valid().lse(0x500002, [2, 8, 16]), "lse=0x500002"),
@@ -224,7 +205,7 @@ fn cases() -> Vec<(&'static str, Attention, &'static str)> {
         ),
         (
             "ragged without key offsets",
-            Attention::ragged(
+            with_tensors(Attention::ragged(
                 DType::F16,
                 SHAPE,
                 Ragged {
@@ -233,11 +214,7 @@ fn cases() -> Vec<(&'static str, Attention, &'static str)> {
                     total_q: 32,
                     total_k: 0,
                 },
-            )
-            .q(0x100000)
-            .k(0x200000)
-            .v(0x300000)
-            .o(0x400000)
+            ))
             .lse(0x500000, [1, 8, 32]),
             "sequences.cu_seqlens_k=null",
         ),

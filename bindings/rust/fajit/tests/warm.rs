@@ -27,8 +27,14 @@ fn warm_compiles_a_gfx1151_and_an_sm_90a_variant() {
     ])
     .expect("a runtime");
     for (arch, spec) in [
-        ("gfx1151", "family=wmma-gfx11,d=128,dtype=f16,causal=bottom-right,margin=10,arch=gfx1151"),
-        ("sm_90a", "family=wgmma-sm90,d=128,dtype=bf16,causal=bottom-right,margin=10,arch=sm_90a"),
+        (
+            "gfx1151",
+            "family=wmma-gfx11,d=128,dtype=f16,causal=bottom-right,margin=10,arch=gfx1151",
+        ),
+        (
+            "sm_90a",
+            "family=wgmma-sm90,d=128,dtype=bf16,causal=bottom-right,margin=10,arch=sm_90a",
+        ),
     ] {
         match runtime.warm(&[spec]) {
             // A build without that backend, or a machine without its compiler library.
