@@ -28,9 +28,9 @@
 //
 // LDS (bytes = 2 * (K + V^T + Q) elements; the host reserves them, in
 // src/families/wmma_gfx11.cpp, so NVIDIA can launch it as dynamic shared memory):
-//   K    block_k rows of head_dim + 8 elements;
-//   V^T  head_dim rows of block_k + 8 elements;
-//   Q    head_dim 256 only: 16 * waves rows of head_dim + 8 elements.
+//   K    block_k rows of padded_dim + 8 elements;
+//   V^T  padded_dim rows of block_k + 8 elements;
+//   Q    head dims over 128 only: 16 * waves rows of padded_dim + 8 elements.
 // A fragment read is 32 contiguous bytes per lane at row stride (n + 8) elements =
 // an odd multiple of 4 banks (n a multiple of 16), so the 8 lanes of each 128-bit
 // read phase start 4 banks apart and cover all 32 banks once: K reads and the
@@ -41,19 +41,23 @@
 // a shorter one's end exit at once. K and V rows are found through fa_key_row: a stride
 // step from key 0 (dense, ragged), or looked up in the block table (paged).
 //
-// Q stays in registers (head_dim / 16 operands of 8 VGPRs) up to head dim 128. At 256
+// Q stays in registers (padded_dim / 16 operands of 8 VGPRs) up to head dim 128. At 256
 // that would be 128 VGPRs next to the 128 of the O accumulator, past the 256-VGPR
 // wave32 budget with the scores still to hold, so Q is staged in LDS once instead and
 // sliced by head dim: one 16-dim operand is read per dim tile per key step.
 
+// Head dims that are no multiple of 16 are padded to one (padded_dim): the staged K, V^T
+// and Q hold zeros past head_dim, which add nothing to S, and the padding rows of O^T
+// are never stored.
 template <class Spec>
 struct fa_wmma_layout {
-    static constexpr bool q_in_lds = Spec::head_dim > 128;
-    static constexpr int k_row = Spec::head_dim + 8;  // elements per staged row
+    static constexpr int padded_dim = (Spec::head_dim + 15) / 16 * 16;
+    static constexpr bool q_in_lds = padded_dim > 128;
+    static constexpr int k_row = padded_dim + 8;  // elements per staged row
     static constexpr int v_row = Spec::block_k + 8;
-    static constexpr int q_row = Spec::head_dim + 8;
+    static constexpr int q_row = padded_dim + 8;
     static constexpr int k_elements = Spec::block_k * k_row;
-    static constexpr int v_elements = Spec::head_dim * v_row;
+    static constexpr int v_elements = padded_dim * v_row;
     static constexpr int q_elements = q_in_lds ? Spec::waves * 16 * q_row : 0;
     static constexpr int bytes = 2 * (k_elements + v_elements + q_elements);
     static_assert(bytes <= Spec::shared_bytes, "the host reserves less LDS than fa_wmma_layout uses");
@@ -105,14 +109,15 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
     using layout = fa_wmma_layout<Spec>;
     constexpr int head_dim = Spec::head_dim;
     constexpr int block_k = Spec::block_k;
-    constexpr int dim_tiles = head_dim / 16;
+    constexpr int dim_tiles = layout::padded_dim / 16;
     constexpr int key_tiles = block_k / 16;
     constexpr int threads = Spec::waves * 32;
-    constexpr int chunks_per_row = head_dim / 8;  // 16-byte pieces of a row
+    constexpr int chunks_per_row = layout::padded_dim / 8;  // 16-byte pieces of a staged row
+    constexpr int data_chunks = head_dim / 8;               // the rest are the padding's zeros
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
     static_assert(FAJIT_WAVE_SIZE == 32, "fa_wmma_gfx11 is a wave32 kernel");
     static_assert(sizeof(element) == 2, "fa_wmma_gfx11 takes f16 or bf16");
-    static_assert(head_dim % 16 == 0 && block_k % 16 == 0, "tiles are 16x16");
+    static_assert(head_dim % 8 == 0 && block_k % 16 == 0, "tiles are 16x16; head dims pad to them by 8");
     static_assert(layout::bytes <= 65536, "LDS over 64 KiB: choose a smaller block_k or fewer waves");
 
 #if FAJIT_AMD
@@ -175,13 +180,13 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
     if constexpr (layout::q_in_lds) {
         for (int chunk = half; chunk < chunks_per_row; chunk += 2)
             *reinterpret_cast<fa_u32x4*>(q_rows + column * layout::q_row + chunk * 8) =
-                row_valid ? fa_load8(q_row + chunk * 8, q_vector) : zero;
+                row_valid && chunk < data_chunks ? fa_load8(q_row + chunk * 8, q_vector) : zero;
         fa_wave_sync();  // only this wave reads its rows
     } else {
 #pragma unroll
         for (int t = 0; t < dim_tiles; ++t) {
             const fa_u32x4 low = row_valid ? fa_load8(q_row + t * 16, q_vector) : zero;
-            const fa_u32x4 high = row_valid ? fa_load8(q_row + t * 16 + 8, q_vector) : zero;
+            const fa_u32x4 high = row_valid && 2 * t + 1 < data_chunks ? fa_load8(q_row + t * 16 + 8, q_vector) : zero;
             q_operand[t].w[0] = low.x, q_operand[t].w[1] = low.y, q_operand[t].w[2] = low.z, q_operand[t].w[3] = low.w;
             q_operand[t].w[4] = high.x, q_operand[t].w[5] = high.y, q_operand[t].w[6] = high.z;
             q_operand[t].w[7] = high.w;
@@ -205,16 +210,18 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
             const int r = c / chunks_per_row, chunk = c % chunks_per_row;
             const int key = key0 + r;
             *reinterpret_cast<fa_u32x4*>(k_tile + r * layout::k_row + chunk * 8) =
-                key < len_k ? fa_load8(key_row(k, p.k_stride, key) + chunk * 8, k_vector) : zero;
+                key < len_k && chunk < data_chunks ? fa_load8(key_row(k, p.k_stride, key) + chunk * 8, k_vector) : zero;
         }
         // V transposed: a thread takes two consecutive keys of 8 dims and writes 8
         // words (key pair) down the dims; consecutive threads write consecutive words.
         for (int c = threadIdx.x; c < (block_k / 2) * chunks_per_row; c += threads) {
             const int pair = c % (block_k / 2), chunk = c / (block_k / 2);
             const int key = key0 + 2 * pair;
-            const fa_u32x4 first = key < len_k ? fa_load8(key_row(v, p.v_stride, key) + chunk * 8, v_vector) : zero;
+            const bool data = chunk < data_chunks;
+            const fa_u32x4 first =
+                key < len_k && data ? fa_load8(key_row(v, p.v_stride, key) + chunk * 8, v_vector) : zero;
             const fa_u32x4 second =
-                key + 1 < len_k ? fa_load8(key_row(v, p.v_stride, key + 1) + chunk * 8, v_vector) : zero;
+                key + 1 < len_k && data ? fa_load8(key_row(v, p.v_stride, key + 1) + chunk * 8, v_vector) : zero;
             unsigned int* const words = reinterpret_cast<unsigned int*>(v_tile);
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
@@ -308,8 +315,9 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
         for (int t = 0; t < dim_tiles; ++t)
 #pragma unroll
             for (int i = 0; i < 8; ++i)
-                o_row[16 * t + 2 * i + half] =
-                    static_cast<unsigned short>(fa_float_to_bits<element>(out[t].x[i] * inverse));
+                if (16 * t + 2 * i + half < head_dim)  // not a padding dim
+                    o_row[16 * t + 2 * i + half] =
+                        static_cast<unsigned short>(fa_float_to_bits<element>(out[t].x[i] * inverse));
         if (p.lse && half == 0)
             p.lse[fa_lse_index<Spec>(p, sequence, head, row)] =
                 sum > 0.0f ? (frame + fa_log2(sum)) * FAJIT_LN2 : fa_neg_inf();

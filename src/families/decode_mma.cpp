@@ -22,12 +22,12 @@ constexpr int max_splits = 64;
 // Registers a lane, as ptxas gave them (sm_90a: 122 at d=64, 166 at d=128, 226 at d=256),
 // rounded up to the allocation granule.
 int registers_per_lane(int head_dim) {
-    const int padded = sm80_padded_head_dim(head_dim);
+    const int padded = padded_head_dim(head_dim);
     return padded <= 64 ? 128 : padded <= 128 ? 168 : 232;
 }
 
 unsigned layout_bytes(int head_dim, int block_k, int waves, int stages) {
-    const unsigned row_bytes = 16u * (static_cast<unsigned>(sm80_padded_head_dim(head_dim)) / 8u + 1u);
+    const unsigned row_bytes = 16u * (static_cast<unsigned>(padded_head_dim(head_dim)) / 8u + 1u);
     const unsigned tile_rows = rows + 2u * stages * block_k * waves;
     const unsigned merge_bytes = 4u * (waves + 2u) * rows + 4u;
     return row_bytes * tile_rows + merge_bytes;
@@ -68,7 +68,7 @@ std::string check(const KernelSpec& spec) {
         return field_error("bk", std::to_string(spec.block_k),
                            "family decode-mma takes 16, 32 or 64 keys per warp step");
     // Each lane holds 16 x (d + bk) / 32 f32 accumulators (O and S), as mma-sm80 counts them.
-    const int accumulators = rows * (sm80_padded_head_dim(spec.head_dim) + spec.block_k) / 32;
+    const int accumulators = rows * (padded_head_dim(spec.head_dim) + spec.block_k) / 32;
     if (accumulators > 160)
         return field_error("bk", std::to_string(spec.block_k),
                            "family decode-mma would hold " + std::to_string(accumulators) +

@@ -14,9 +14,9 @@ inline constexpr auto every_head_dim = [] {
     return dims;
 }();
 
-// The head dim the sm_80 tensor-core kernels compute over: rounded up to 16 (their
-// m16n8k16 steps), the padding zeros in shared memory (prelude_sm80.h).
-constexpr int sm80_padded_head_dim(int head_dim) { return (head_dim + 15) / 16 * 16; }
+// The head dim the tensor-core kernels with 16-wide k steps (mma.sync m16n8k16, WMMA
+// 16x16x16) compute over: rounded up to 16, the padding zeros in shared memory.
+constexpr int padded_head_dim(int head_dim) { return (head_dim + 15) / 16 * 16; }
 
 // Empty when waves is 1, 2, 4 or 8; else the error naming the field.
 std::string waves_error(const KernelSpec&);

@@ -25,7 +25,7 @@ std::string check(const KernelSpec& spec) {
     // Each lane holds rows/warp * (d + bk) / 32 f32 accumulators (O and S). At 192
     // (32 rows, d=128, bk=64) ptxas already spills; 160 compiles clean at every head dim
     // (tools/tiles/mma_sm80.md lists the register counts).
-    const int accumulators = spec.block_q / spec.waves * (sm80_padded_head_dim(spec.head_dim) + spec.block_k) / 32;
+    const int accumulators = spec.block_q / spec.waves * (padded_head_dim(spec.head_dim) + spec.block_k) / 32;
     if (accumulators > 160)
         return field_error("bk", std::to_string(spec.block_k),
                            "family mma-sm80 would hold " + std::to_string(accumulators) +
@@ -37,7 +37,7 @@ std::string check(const KernelSpec& spec) {
 // 16-byte chunks plus one chunk of padding. Head dim 64 tiles are small enough for a
 // third buffer at two blocks per SM.
 SharedLayout shared_layout(const KernelSpec& spec) {
-    const int padded = sm80_padded_head_dim(spec.head_dim);
+    const int padded = padded_head_dim(spec.head_dim);
     const unsigned row_bytes = 16u * (static_cast<unsigned>(padded) / 8u + 1u);
     const int stages = padded <= 64 ? 3 : 2;
     const unsigned rows = static_cast<unsigned>(spec.block_q + 2 * stages * spec.block_k);
@@ -54,7 +54,7 @@ SharedLayout shared_layout(const KernelSpec& spec) {
 // they do not exceed (32 rows per warp hold d + bk of them: up to d=96 with 64-key steps,
 // and up to 128 with 32-key steps).
 Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
-    const int padded = sm80_padded_head_dim(shape.head_dim);
+    const int padded = padded_head_dim(shape.head_dim);
     const Tile narrow = {padded > 128 ? 64 : 128, padded > 96 ? 32 : 64, 4};
     if (padded < 128) return narrow;
     const Tile wide = {128, padded > 128 ? 64 : 128, 8};

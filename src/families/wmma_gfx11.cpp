@@ -1,5 +1,6 @@
-// wmma-gfx11: gfx11's WMMA (16x16x16, wave32) with O kept and rescaled in registers;
-// on NVIDIA the same template runs through the prelude's lane-faithful emulation.
+// wmma-gfx11: gfx11's WMMA (16x16x16, wave32) with O kept and rescaled in registers, any
+// head dim the spec allows (padded to 16 inside the kernel); on NVIDIA the same template
+// runs through the prelude's lane-faithful emulation.
 #include "families/family_rules.hpp"
 #include "spec/arch.hpp"
 #include "spec/spec_fields.hpp"
@@ -10,7 +11,6 @@ namespace {
 constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_wmma_tile.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
 constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
-constexpr int head_dims[] = {64, 80, 96, 128, 256};
 
 bool gfx11_or_emulated(std::string_view arch) { return is_gfx11(arch) || vendor_of(arch) == Vendor::nvidia; }
 
@@ -25,24 +25,28 @@ std::string check(const KernelSpec& spec) {
 }
 
 // 16 query rows per wave. Short query runs use fewer waves per block, so the tile wastes
-// fewer rows; head dim 256 stages Q in LDS as well, which halves the key step (64-key
-// steps of 4 waves would need 102 KiB).
+// fewer rows; head dims over 128 stage Q in LDS as well, which halves the key step
+// (64-key steps of 4 waves would need 102 KiB at 256). Head dims padded to 112 take
+// 32-key steps too: with 64 the bottom-right variants reach 256 VGPRs and spill one
+// (gfx1151 and gfx1100, static ISA), where 128 needs 229.
 Tile choose_tile(const ShapeClass& shape, std::string_view) {
-    int waves = shape.head_dim > 128 ? 2 : 4;
+    const int padded = padded_head_dim(shape.head_dim);
+    const bool q_in_lds = padded > 128;
+    int waves = q_in_lds ? 2 : 4;
     if (shape.query_length == QueryLength::decode)
         waves = 1;
     else if (shape.query_length == QueryLength::small)
         waves = 2;
-    return {16 * waves, shape.head_dim > 128 ? 32 : 64, waves};
+    return {16 * waves, q_in_lds || padded == 112 ? 32 : 64, waves};
 }
 
-// fa_wmma_layout: K rows and transposed V rows padded by 8 elements, plus Q for head
-// dims over 128. Static LDS on AMD; on NVIDIA (the emulation) dynamic, since more than
+// fa_wmma_layout: K rows and transposed V rows (of the head dim padded to 16) padded by
+// 8 elements, plus Q for head dims over 128. Static LDS on AMD; on NVIDIA (the emulation) dynamic, since more than
 // 48 KiB must be.
 SharedLayout shared_layout(const KernelSpec& spec) {
-    const unsigned d = static_cast<unsigned>(spec.head_dim);
+    const unsigned d = static_cast<unsigned>(padded_head_dim(spec.head_dim));
     const unsigned k = static_cast<unsigned>(spec.block_k);
-    const unsigned q_rows = spec.head_dim > 128 ? 16u * static_cast<unsigned>(spec.waves) : 0u;
+    const unsigned q_rows = d > 128 ? 16u * static_cast<unsigned>(spec.waves) : 0u;
     return {2u * (k * (d + 8) + d * (k + 8) + q_rows * (d + 8)), vendor_of(spec.arch) == Vendor::nvidia, {}};
 }
 
@@ -56,7 +60,7 @@ extern const FamilyDescriptor wmma_gfx11_family = {
     .kernel = "fa_wmma_gfx11",
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
-    .head_dims = head_dims,
+    .head_dims = every_head_dim,
     .kv_layouts = kv_layouts,
     .targets = "gfx11 natively and NVIDIA (sm_*) through its emulation",
     .compiles_for = gfx11_or_emulated,

@@ -243,9 +243,9 @@ int main(void) {
     expect("spec missing its arch", fajit_warm(runtime, specs + 1, 1), FAJIT_ERROR_INVALID_ARGUMENT,
            "specs[0]=\"family=scalar,d=64,dtype=f16\": arch: missing");
     expect("null spec", fajit_warm(runtime, specs + 2, 1), FAJIT_ERROR_INVALID_ARGUMENT, "specs[0]=null");
-    const char* invalid[] = {"family=wmma-gfx11,d=72,dtype=f16,arch=gfx1151"};
+    const char* invalid[] = {"family=wmma-gfx11,d=128,dtype=f16,bq=48,arch=gfx1151"};
     expect("spec the family cannot run", fajit_warm(runtime, invalid, 1), FAJIT_ERROR_INVALID_ARGUMENT,
-           "d=72: family wmma-gfx11 supports head dims");
+           "bq=48: family wmma-gfx11 needs 16 query rows per wave");
     expect("specs null with a count", fajit_warm(runtime, NULL, 1), FAJIT_ERROR_INVALID_ARGUMENT, "specs=null");
     expect("status names",
            strcmp(fajit_status_name(FAJIT_ERROR_UNSUPPORTED), "FAJIT_ERROR_UNSUPPORTED") == 0 ? FAJIT_SUCCESS

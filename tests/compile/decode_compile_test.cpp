@@ -51,8 +51,8 @@ TEST_CASE("the decode families compile on gfx1151, gfx942, sm_80 and sm_90a; AMD
         const Backend* backend = compiler_for(arch);
         if (!backend) continue;
         const std::vector<KernelSpec> specs = decode_specs(family, arch);
-        // 24 less the rows x head dims the family refuses (decode-mma: d=72, no multiple of 16).
-        REQUIRE(specs.size() >= 18);
+        // 24 less the rows x head dims decode-split refuses (too many outputs per lane).
+        REQUIRE(specs.size() >= 20);
         // On every core: the compiles are most of the suite's time.
         std::vector<CompileResult> results(specs.size());
         std::atomic<std::size_t> next{0};

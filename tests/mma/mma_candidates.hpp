@@ -2,13 +2,12 @@
 // Specs the suites of the NVIDIA tensor-core families (mma-sm80, wgmma-sm90) share: the
 // families a target runs, a family's default variant for a shape, and the tile
 // candidates the benchmark times (tools/tiles/ records the results).
-#include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "dispatch/variant_table.hpp"
 #include "fajit/kernel_spec.hpp"
+#include "support/head_dim_sample.hpp"
 
 namespace fajit::testing {
 
@@ -19,19 +18,6 @@ inline std::vector<std::string> tensor_core_families(const std::string& arch) {
         if ((row.family->name == "mma-sm80" || row.family->name == "wgmma-sm90") && row.offered_on(arch))
             families.emplace_back(row.family->name);
     return families;
-}
-
-// The head dims a sweep covers: a covering sample of the family's (both edges, the
-// measured ones, and some that need padding to the instruction shape), or every one of
-// them with FAJIT_TEST_EXHAUSTIVE=1 (tools/test.sh --exhaustive).
-inline std::vector<int> family_head_dims(const std::string& family) {
-    const auto dims = find_family(family)->head_dims;
-    const char* exhaustive = std::getenv("FAJIT_TEST_EXHAUSTIVE");
-    if (exhaustive && std::string(exhaustive) == "1") return {dims.begin(), dims.end()};
-    std::vector<int> sample;
-    for (const int dim : {16, 24, 64, 80, 96, 112, 128, 200, 256})
-        if (std::find(dims.begin(), dims.end(), dim) != dims.end()) sample.push_back(dim);
-    return sample;
 }
 
 inline KernelSpec family_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype,

@@ -73,7 +73,7 @@ TEST_CASE("invalid specs name the offending field and value") {
         {"family=scalar,d=64,dtype=f16,colour=red,arch=gfx1151", "colour=red"},
         {"family=scalar,d=64,d=64,dtype=f16,arch=gfx1151", "d: given twice"},
         {"family=scalar,dtype=f16,arch=gfx1151", "d: missing"},
-        {"family=wmma-gfx11,d=72,dtype=f16,arch=gfx1151", "d=72"},
+        {"family=wmma-gfx11,d=128,dtype=f16,bq=48,arch=gfx1151", "bq=48"},
         {"family=scalar,d=64,dtype=f16,kv=sparse,arch=gfx1151", "kv=sparse"},
         {"family=scalar,d=64,dtype=f16,kv=paged,arch=gfx1151", "page=0"},
         {"family=scalar,d=64,dtype=f16,kv=paged,page=24,arch=gfx1151", "page=24"},

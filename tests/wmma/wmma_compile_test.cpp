@@ -21,6 +21,7 @@
 #include "families/registry.hpp"
 #include "support/batched_sample.hpp"
 #include "support/compile_support.hpp"
+#include "support/head_dim_sample.hpp"
 
 using namespace fajit;
 using namespace fajit::testing;
@@ -34,7 +35,7 @@ struct TileConfig {
 
 // Two tilings per head dim; 256 needs smaller steps to fit K, V^T and Q in 64 KiB.
 std::vector<TileConfig> tile_configs(int head_dim) {
-    if (head_dim > 128) return {{2, 32}, {4, 16}};
+    if ((head_dim + 15) / 16 * 16 > 128) return {{2, 32}, {4, 16}};
     return {{4, 64}, {2, 32}};
 }
 
@@ -53,14 +54,28 @@ KernelSpec wmma_spec(const std::string& arch, int head_dim, DType dtype, TileCon
     return spec;
 }
 
+// The tiles the dispatcher gives a head dim.
+TileConfig default_tiles(int head_dim) {
+    KernelSpec spec;
+    spec.family = "wmma-gfx11";
+    spec.head_dim = head_dim;
+    spec = with_family_defaults(spec);
+    return {spec.waves, spec.block_k};
+}
+
+// The measured head dims with every tiling, margin and causal mode; the rest of the sample
+// (every head dim when exhaustive) with the dispatcher's tiles and margin 10.
 std::vector<KernelSpec> sweep_specs(const std::string& arch) {
     std::vector<KernelSpec> specs;
-    for (int head_dim : {64, 80, 96, 128, 256})
+    for (int head_dim : family_head_dims("wmma-gfx11")) {
+        const bool measured = measured_head_dim(head_dim);
         for (DType dtype : {DType::f16, DType::bf16})
-            for (TileConfig tiles : tile_configs(head_dim))
+            for (TileConfig tiles : measured ? tile_configs(head_dim) : std::vector{default_tiles(head_dim)})
                 for (float margin : {0.0f, 10.0f})
                     for (CausalMode causal : {CausalMode::none, CausalMode::bottom_right})
-                        specs.push_back(wmma_spec(arch, head_dim, dtype, tiles, margin, causal));
+                        if (measured || margin != 0.0f)
+                            specs.push_back(wmma_spec(arch, head_dim, dtype, tiles, margin, causal));
+    }
     return specs;
 }
 
@@ -165,7 +180,9 @@ std::optional<IsaReport> default_d128_report(std::string* why) {
 
 }  // namespace
 
-TEST_CASE("wmma-gfx11 sweep: every head dim, dtype, tiling, margin and causal mode compiles for gfx11 via HIPRTC") {
+TEST_CASE(
+    "wmma-gfx11 sweep: the sampled head dims, dtypes, tilings, margins and causal modes compile for gfx11 via "
+    "HIPRTC") {
     std::vector<KernelSpec> specs;
     const Backend* backend = nullptr;
     for (const std::string arch : {"gfx1151", "gfx1100"}) {
@@ -182,7 +199,7 @@ TEST_CASE("wmma-gfx11 sweep: every head dim, dtype, tiling, margin and causal mo
 TEST_CASE("wmma-gfx11 takes ragged and paged K/V: a covering sample compiles for gfx1151 with the same ISA facts") {
     const Backend* backend = compiler_for("gfx1151");
     if (!backend) return;
-    const auto specs = batched_sample("wmma-gfx11", {"gfx1151"}, {64, 80, 96, 128, 256});
+    const auto specs = batched_sample("wmma-gfx11", {"gfx1151"}, family_head_dims("wmma-gfx11"));
     for (const KernelSpec& spec : specs) REQUIRE_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
     check_gfx11_sweep("wmma-gfx11 batched HIPRTC sample", specs, *backend);
 }
@@ -277,7 +294,7 @@ TEST_CASE("wmma-gfx11 validation keeps LDS within 64 KiB and defaults fit every 
     const std::string error = validate(too_big);
     CHECK(error.find("bk=64") != std::string::npos);
     CHECK(error.find("LDS") != std::string::npos);
-    for (int head_dim : {64, 80, 96, 128, 256}) {
+    for (int head_dim = 16; head_dim <= 256; head_dim += 8) {  // every head dim: host arithmetic only
         const auto parsed =
             parse_spec("family=wmma-gfx11,d=" + std::to_string(head_dim) + ",dtype=bf16,margin=40,arch=gfx1151");
         CHECK_MESSAGE(parsed.spec.has_value(), head_dim, ": ", parsed.error);

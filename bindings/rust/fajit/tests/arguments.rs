@@ -288,9 +288,9 @@ fn warm_names_the_spec_it_refuses() {
     );
     expect(
         "spec the family cannot run",
-        runtime.warm(&["family=wmma-gfx11,d=72,dtype=f16,arch=gfx1151"]),
+        runtime.warm(&["family=wmma-gfx11,d=128,dtype=f16,bq=48,arch=gfx1151"]),
         Status::InvalidArgument,
-        "d=72: family wmma-gfx11 supports head dims",
+        "bq=48: family wmma-gfx11 needs 16 query rows per wave",
     );
 }
 
