@@ -133,9 +133,9 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
 
     float frame[2] = {fa_neg_inf(), fa_neg_inf()};
     float sum[2] = {0.0f, 0.0f};
-    float out[4 * dim_tiles];
+    float out[1][4 * dim_tiles];
 #pragma unroll
-    for (int i = 0; i < 4 * dim_tiles; ++i) out[i] = 0.0f;
+    for (int i = 0; i < 4 * dim_tiles; ++i) out[0][i] = 0.0f;
 
     const float scale_log2 = p.scale * FAJIT_LOG2E;
     for (int step = 0; step < steps; ++step) {
@@ -148,49 +148,35 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
         const unsigned int k_stage = k_tile(step % stages);
         const unsigned int v_stage = v_tile(step % stages);
 
-        float score[4 * key_tiles];
+        // One row tile: the [1] dimension is the sm_80 products' row-tile count.
+        float score[1][4 * key_tiles];
 #pragma unroll
-        for (int i = 0; i < 4 * key_tiles; ++i) score[i] = 0.0f;
+        for (int i = 0; i < 4 * key_tiles; ++i) score[0][i] = 0.0f;
 #pragma unroll(q_in_registers ? dim_slices : 1)
         for (int slice = 0; slice < dim_slices; ++slice) {
-            unsigned int a[4];
+            unsigned int a[1][4];
             if constexpr (q_in_registers)
-                for (int r = 0; r < 4; ++r) a[r] = q_registers[slice][r];
+                for (int r = 0; r < 4; ++r) a[0][r] = q_registers[slice][r];
             else
-                q_fragment(a, slice);
-#pragma unroll
-            for (int n = 0; n < key_tiles; n += 2) {
-                // Matrices: keys of tile n / n+1 (bit 1), dims +0 / +8 (bit 0).
-                unsigned int b[4];
-                fa_sm80_ldmatrix_x4(
-                    b, k_stage + tile_rows::offset(8 * n + 8 * (matrix / 2) + matrix_row, 2 * slice + matrix % 2));
-                fa_sm80_mma_m16n8k16<element>(&score[4 * n], a, b[0], b[1]);
-                fa_sm80_mma_m16n8k16<element>(&score[4 * n + 4], a, b[2], b[3]);
-            }
+                q_fragment(a[0], slice);
+            fa_sm80_add_scores<element, head_dim, 1, key_tiles>(score, a, k_stage, slice, matrix, matrix_row);
         }
 
         float row_max[2], correction[2];
         const bool masked = key0 + block_k > unmasked_end;
-        const float multiplier = fa_m16n8_scores<key_tiles>(score, scale_log2, masked, visible, key0, row_max);
+        const float multiplier = fa_m16n8_scores<key_tiles>(score[0], scale_log2, masked, visible, key0, row_max);
         const bool moved = fa_m16n8_move_frames(p, packed_rows, g, margin_log2, row_max, frame, sum, correction);
         if (__any_sync(0xffffffffu, moved))
 #pragma unroll
-            for (int i = 0; i < 4 * dim_tiles; ++i) out[i] *= correction[(i % 4) / 2];
-        unsigned int probability[key_slices][4];
-        fa_m16n8_exponentiate<key_tiles>(score, multiplier, frame, sum);
-        fa_m16n8_pack<element, key_tiles>(score, probability);
+            for (int i = 0; i < 4 * dim_tiles; ++i) out[0][i] *= correction[(i % 4) / 2];
+        unsigned int probability[1][key_slices][4];
+        fa_m16n8_exponentiate<key_tiles>(score[0], multiplier, frame, sum);
+        fa_m16n8_pack<element, key_tiles>(score[0], probability[0]);
 
 #pragma unroll
         for (int slice = 0; slice < key_slices; ++slice)
-#pragma unroll
-            for (int n = 0; n < dim_tiles; n += 2) {
-                // Matrices: keys +0 / +8 of the slice (bit 0), dim tile n / n+1 (bit 1).
-                unsigned int b[4];
-                fa_sm80_ldmatrix_x4_trans(
-                    b, v_stage + tile_rows::offset(16 * slice + 8 * (matrix % 2) + matrix_row, n + matrix / 2));
-                fa_sm80_mma_m16n8k16<element>(&out[4 * n], probability[slice], b[0], b[1]);
-                fa_sm80_mma_m16n8k16<element>(&out[4 * n + 4], probability[slice], b[2], b[3]);
-            }
+            fa_sm80_add_pv<element, head_dim, 1, dim_tiles, key_slices>(out, probability, v_stage, slice, matrix,
+                                                                        matrix_row);
     }
     fa_nv_cp_async_wait<0>();  // no copy may still target the buffers the merge reuses
     __syncthreads();           // and no warp still reads them
@@ -220,8 +206,8 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
         const float factor = fa_exp2(frame[h] - largest);
 #pragma unroll
         for (int n = 0; n < head_dim / 8; ++n) {  // the padding dims' tiles are not merged
-            atomicAdd(&merged[r][8 * n + 2 * t], out[4 * n + 2 * h] * factor);
-            atomicAdd(&merged[r][8 * n + 2 * t + 1], out[4 * n + 2 * h + 1] * factor);
+            atomicAdd(&merged[r][8 * n + 2 * t], out[0][4 * n + 2 * h] * factor);
+            atomicAdd(&merged[r][8 * n + 2 * t + 1], out[0][4 * n + 2 * h + 1] * factor);
         }
         if (t == 0) atomicAdd(&block_sum[r], sum[h] * factor);
     }

@@ -184,18 +184,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
                 else
                     q_fragment(a[m], m, slice);
             }
-#pragma unroll
-            for (int n = 0; n < key_tiles; n += 2) {
-                // Matrices: keys of tile n / n+1 (bit 1), dims +0 / +8 (bit 0).
-                unsigned int b[4];
-                fa_sm80_ldmatrix_x4(
-                    b, k_stage + layout::offset(8 * n + 8 * (matrix / 2) + matrix_row, 2 * slice + matrix % 2));
-#pragma unroll
-                for (int m = 0; m < m_tiles; ++m) {
-                    fa_sm80_mma_m16n8k16<element>(&score[m][4 * n], a[m], b[0], b[1]);
-                    fa_sm80_mma_m16n8k16<element>(&score[m][4 * n + 4], a[m], b[2], b[3]);
-                }
-            }
+            fa_sm80_add_scores<element, head_dim, m_tiles, key_tiles>(score, a, k_stage, slice, matrix, matrix_row);
         }
 
         // Keys a row may not see become -inf only on steps that reach past the keys every
@@ -230,18 +219,8 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
 
 #pragma unroll
         for (int slice = 0; slice < key_slices; ++slice)
-#pragma unroll
-            for (int n = 0; n < dim_tiles; n += 2) {
-                // Matrices: keys +0 / +8 of the slice (bit 0), dim tile n / n+1 (bit 1).
-                unsigned int b[4];
-                fa_sm80_ldmatrix_x4_trans(
-                    b, v_stage + layout::offset(16 * slice + 8 * (matrix % 2) + matrix_row, n + matrix / 2));
-#pragma unroll
-                for (int m = 0; m < m_tiles; ++m) {
-                    fa_sm80_mma_m16n8k16<element>(&out[m][4 * n], probability[m][slice], b[0], b[1]);
-                    fa_sm80_mma_m16n8k16<element>(&out[m][4 * n + 4], probability[m][slice], b[2], b[3]);
-                }
-            }
+            fa_sm80_add_pv<element, head_dim, m_tiles, dim_tiles, key_slices>(out, probability, v_stage, slice, matrix,
+                                                                              matrix_row);
     }
     fa_nv_cp_async_wait<0>();  // no copy may still target shared memory at exit
 

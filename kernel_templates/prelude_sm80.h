@@ -96,4 +96,49 @@ FAJIT_DEVICE void fa_sm80_load_rows(const unsigned int (&tile)[count], const Row
         }
     }
 }
+
+// The two products of a step of the sm_80 kernels, on `m_tiles` 16-row tiles whose rows
+// are held as A fragments, against K and V staged as fa_sm80_rows tiles. ldmatrix row
+// addresses: lane l serves row `matrix_row` (l%8) of matrix `matrix` (l/8).
+//
+// S += A K^T over the dims of one 16-dim slice: per pair of 8-key tiles one ldmatrix of
+// K rows (matrices: keys of tile n / n+1 (bit 1), dims +0 / +8 (bit 0)), shared by the
+// row tiles.
+template <class T, int head_dim, int m_tiles, int key_tiles>
+FAJIT_DEVICE void fa_sm80_add_scores(float (&score)[m_tiles][4 * key_tiles], const unsigned int (&a)[m_tiles][4],
+                                     unsigned int k_tile, int slice, int matrix, int matrix_row) {
+    using tile_rows = fa_sm80_rows<head_dim>;
+#pragma unroll
+    for (int n = 0; n < key_tiles; n += 2) {
+        unsigned int b[4];
+        fa_sm80_ldmatrix_x4(b,
+                            k_tile + tile_rows::offset(8 * n + 8 * (matrix / 2) + matrix_row, 2 * slice + matrix % 2));
+#pragma unroll
+        for (int m = 0; m < m_tiles; ++m) {
+            fa_sm80_mma_m16n8k16<T>(&score[m][4 * n], a[m], b[0], b[1]);
+            fa_sm80_mma_m16n8k16<T>(&score[m][4 * n + 4], a[m], b[2], b[3]);
+        }
+    }
+}
+
+// O += P V over the keys of one 16-key slice of P (A fragments): per pair of 8-dim tiles
+// one ldmatrix.trans of V rows (matrices: keys +0 / +8 of the slice (bit 0), dim tile
+// n / n+1 (bit 1)), shared by the row tiles.
+template <class T, int head_dim, int m_tiles, int dim_tiles, int key_slices>
+FAJIT_DEVICE void fa_sm80_add_pv(float (&out)[m_tiles][4 * dim_tiles],
+                                 const unsigned int (&probability)[m_tiles][key_slices][4], unsigned int v_tile,
+                                 int slice, int matrix, int matrix_row) {
+    using tile_rows = fa_sm80_rows<head_dim>;
+#pragma unroll
+    for (int n = 0; n < dim_tiles; n += 2) {
+        unsigned int b[4];
+        fa_sm80_ldmatrix_x4_trans(
+            b, v_tile + tile_rows::offset(16 * slice + 8 * (matrix % 2) + matrix_row, n + matrix / 2));
+#pragma unroll
+        for (int m = 0; m < m_tiles; ++m) {
+            fa_sm80_mma_m16n8k16<T>(&out[m][4 * n], probability[m][slice], b[0], b[1]);
+            fa_sm80_mma_m16n8k16<T>(&out[m][4 * n + 4], probability[m][slice], b[2], b[3]);
+        }
+    }
+}
 #endif
