@@ -59,14 +59,10 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     const auto k_tile = [&](int stage) { return warp_buffers + 2u * stage * layout::kv_bytes; };
     const auto v_tile = [&](int stage) { return k_tile(stage) + layout::kv_bytes; };
 
-    const int kv_head = blockIdx.y;
-    const int group = p.heads_q / p.heads_kv;
-    const fa_sequence sequence = fa_sequence_of<Spec>(p, blockIdx.z);
-    // The host never gives a sequence more rows than the tile has; the bound keeps the
-    // kernel safe if it did.
-    const int packed_rows = min(group * sequence.len_q, rows);
-    int split_begin, split_end;
-    fa_split_keys(p, sequence, blockIdx.x, block_k, split_begin, split_end);
+    const fa_split_block block = fa_split_block_of<Spec>(p, block_k);
+    const int kv_head = block.kv_head, group = block.group, packed_rows = block.packed_rows;
+    const int split_begin = block.begin, split_end = block.end;
+    const fa_sequence& sequence = block.sequence;
     const int split_blocks = split_end > split_begin ? (split_end - split_begin + block_k - 1) / block_k : 0;
     const int steps = split_blocks > warp ? (split_blocks - warp + waves - 1) / waves : 0;
 

@@ -71,15 +71,10 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(
 
     const int lane = fa_lane();
     const int wave = static_cast<int>(threadIdx.x) / lanes;
-    const int kv_head = blockIdx.y;
-    const int group = p.heads_q / p.heads_kv;
-    const fa_sequence sequence = fa_sequence_of<Spec>(p, blockIdx.z);
-    // The rest of the block's rows are idle; the host never gives a sequence more rows
-    // than the tile has, and the bound keeps shared memory safe if it did.
-    const int packed_rows = min(group * sequence.len_q, rows);
-
-    int split_begin, split_end;
-    fa_split_keys(p, sequence, blockIdx.x, lanes, split_begin, split_end);
+    const fa_split_block block = fa_split_block_of<Spec>(p, lanes);
+    const int kv_head = block.kv_head, group = block.group, packed_rows = block.packed_rows;
+    const int split_begin = block.begin, split_end = block.end;
+    const fa_sequence& sequence = block.sequence;
 
     const element* q = static_cast<const element*>(p.q);
     const element* k = static_cast<const element*>(p.k);

@@ -9,14 +9,32 @@
 // workspace, and the last split of the (sequence, KV head) to arrive merges them all
 // through their LSE and resets its arrival counter for the next launch.
 
-// The split's keys: whole blocks of `step` keys, so that a paged block never starts
+// Where a decode block works (blockIdx is split, KV head, sequence): its KV head, the
+// GQA group, its sequence, the (query row, query head) pairs it packs (the rest of the
+// tile's rows are idle; the host never gives a sequence more rows than the tile has, and
+// the bound keeps shared memory safe if it did), and its split's keys [begin, end).
+struct fa_split_block {
+    int kv_head;
+    int group;
+    fa_sequence sequence;
+    int packed_rows;
+    int begin, end;
+};
+
+// The split's keys are whole blocks of `step` keys, so that a paged block never starts
 // mid-block, from the sequence's own length, so that one launch serves a batch of any
 // lengths and a launch captured in a CUDA graph stays right as the lengths grow.
-FAJIT_DEVICE void fa_split_keys(const fa_params& p, const fa_sequence& sequence, int split, int step, int& begin,
-                                int& end) {
-    const int keys_per_split = ((sequence.len_k + p.num_splits - 1) / p.num_splits + step - 1) / step * step;
-    begin = split * keys_per_split;
-    end = min(sequence.len_k, begin + keys_per_split);
+template <class Spec>
+FAJIT_DEVICE fa_split_block fa_split_block_of(const fa_params& p, int step) {
+    fa_split_block block;
+    block.kv_head = blockIdx.y;
+    block.group = p.heads_q / p.heads_kv;
+    block.sequence = fa_sequence_of<Spec>(p, blockIdx.z);
+    block.packed_rows = min(block.group * block.sequence.len_q, Spec::block_q);
+    const int keys_per_split = ((block.sequence.len_k + p.num_splits - 1) / p.num_splits + step - 1) / step * step;
+    block.begin = blockIdx.x * keys_per_split;
+    block.end = min(block.sequence.len_k, block.begin + keys_per_split);
+    return block;
 }
 
 // The query head and query row of packed row r.
