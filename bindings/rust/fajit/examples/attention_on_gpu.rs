@@ -104,15 +104,19 @@ fn bf16_to_f32(bits: u16) -> f32 {
 }
 
 /// Runs `call` (whose output is `out`, `count` elements) on the selected variant and on
-/// the scalar family; the largest difference between them.
-fn against_scalar(
+/// the scalar family, prints the largest difference between them, and says whether it is
+/// within `tolerance`.
+fn agrees_with_scalar(
+    label: &str,
     driver: &Driver,
-    selected: &Runtime,
-    scalar: &Runtime,
+    runtimes: (&Runtime, &Runtime),
     call: &Attention,
     out: u64,
     count: usize,
-) -> f32 {
+    tolerance: f32,
+) -> bool {
+    let (selected, scalar) = runtimes;
+    let variant = selected.selected_variant(call).expect("a variant");
     selected
         .attention(call, std::ptr::null_mut())
         .expect("the selected variant runs");
@@ -121,10 +125,13 @@ fn against_scalar(
         .attention(call, std::ptr::null_mut())
         .expect("the scalar family runs");
     let want = driver.download_u16(out, count);
-    got.iter()
+    let error = got
+        .iter()
         .zip(&want)
         .map(|(a, b)| (bf16_to_f32(*a) - bf16_to_f32(*b)).abs())
-        .fold(0.0, f32::max)
+        .fold(0.0, f32::max);
+    println!("{label} {variant}: max abs difference from scalar {error:.4}");
+    error <= tolerance
 }
 
 fn main() {
@@ -138,7 +145,6 @@ fn main() {
     let selected = Runtime::new(&[]).expect("a runtime");
     let scalar = Runtime::new(&[("FAJIT_FAMILY", "scalar")]).expect("a scalar runtime");
     let mut seed = 0x9e3779b97f4a7c15u64;
-    let mut failed = false;
     // bf16 outputs of values below 2: a few units of bf16 rounding apart at most.
     let tolerance = 0.03;
 
@@ -161,10 +167,15 @@ fn main() {
         .v(v)
         .o(o)
         .causal(Causal::BottomRight);
-    let variant = selected.selected_variant(&call).expect("a variant");
-    let error = against_scalar(&driver, &selected, &scalar, &call, o, 8 * 64 * 128);
-    println!("dense  {variant}: max abs difference from scalar {error:.4}");
-    failed |= !(error <= tolerance);
+    let mut ok = agrees_with_scalar(
+        "dense",
+        &driver,
+        (&selected, &scalar),
+        &call,
+        o,
+        8 * 64 * 128,
+        tolerance,
+    );
 
     // Paged decode: one query row for each of 3 sequences of 1, 300 and 1000 keys, pages of
     // 16 keys in a shuffled block table.
@@ -206,11 +217,8 @@ fn main() {
         .v(v)
         .o(o)
         .causal(Causal::BottomRight);
-    let variant = selected.selected_variant(&call).expect("a variant");
-    let error = against_scalar(&driver, &selected, &scalar, &call, o, 3 * 8 * 128);
-    println!("paged  {variant}: max abs difference from scalar {error:.4}");
-    failed |= !(error <= tolerance);
-    if failed {
+    ok &= agrees_with_scalar("paged", &driver, (&selected, &scalar), &call, o, 3 * 8 * 128, tolerance);
+    if !ok {
         println!("FAILED: a result differs from the scalar family's by more than {tolerance}");
         std::process::exit(1);
     }
