@@ -18,7 +18,8 @@ exec tools/build-env.sh bash -c "
   \"\$cli\" devices | grep -q 'hip compiler' || archs+=(gfx1151)
   \"\$cli\" devices | grep -q 'cuda compiler' || archs+=(sm_90a)
   [ \${#archs[@]} -gt 0 ] || { echo 'main-job: no kernel compiler available'; exit 2; }
-  \"\$cli\" warm --preset llama-3 \$(printf -- '--arch %s ' \"\${archs[@]}\")
+  # Prefill, and decode over a paged cache of 16-key pages, as an engine serves it.
+  \"\$cli\" warm --preset llama-3 --decode --page-size 16 \$(printf -- '--arch %s ' \"\${archs[@]}\")
   \"\$cli\" ls
   if \"\$cli\" devices | grep -q '^cuda:' && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
     python3 tools/python/compare_sdpa.py --library '$build/src/libfajit.so' --batch 1 --heads-q 32 --heads-kv 8 \
