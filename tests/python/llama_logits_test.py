@@ -7,20 +7,12 @@ missing.
 """
 import argparse
 import copy
-import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "python"))
+import cuda_torch
 
-try:
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-except ImportError as error:
-    print(f"skipped: no PyTorch or transformers ({error})")
-    sys.exit(0)
-if not torch.cuda.is_available():
-    print("skipped: PyTorch sees no CUDA device")
-    sys.exit(0)
+torch = cuda_torch.require("transformers")
+from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 import fajit  # noqa: E402
 import fajit_torch  # noqa: E402

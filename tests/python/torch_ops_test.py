@@ -5,20 +5,12 @@ passes where PyTorch or a CUDA device is missing.
   python3 tests/python/torch_ops_test.py --library build/src/libfajit.so
 """
 import argparse
-import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "python"))
+import cuda_torch
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError as error:
-    print(f"skipped: no PyTorch ({error})")
-    sys.exit(0)
-if not torch.cuda.is_available():
-    print("skipped: PyTorch sees no CUDA device")
-    sys.exit(0)
+torch = cuda_torch.require()
+import torch.nn.functional as F  # noqa: E402
 
 import fajit  # noqa: E402
 import fajit_torch  # noqa: E402
