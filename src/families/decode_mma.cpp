@@ -57,8 +57,6 @@ int best_stages(const KernelSpec& spec) {
     return best;
 }
 
-bool sm80_or_newer(std::string_view arch) { return sm_version(arch) >= 80; }
-
 std::string check(const KernelSpec& spec) {
     if (auto error = waves_error(spec); !error.empty()) return error;
     if (spec.block_q != rows)

@@ -18,8 +18,6 @@ constexpr int max_output_registers = 64;
 // partial and the merge than on keys.
 constexpr SplitRule split_rule = {.blocks_per_compute_unit = 4, .min_keys_per_split = 256, .max_splits = 64};
 
-bool any_target(std::string_view) { return true; }
-
 std::string check(const KernelSpec& spec) {
     if (auto error = waves_error(spec); !error.empty()) return error;
     const int rows = spec.block_q;
@@ -50,8 +48,6 @@ SharedLayout shared_layout(const KernelSpec& spec) {
     return {4u * floats + 1u, false, {}};
 }
 
-unsigned static_shared_limit(std::string_view) { return 48u * 1024u; }
-
 SplitPlan plan_splits(const KernelSpec& spec, const AttentionArgs& args, int compute_units, int requested) {
     return plan_key_splits(spec, args, compute_units, requested, split_rule);
 }
@@ -67,7 +63,7 @@ extern const FamilyDescriptor decode_split_family = {
     .head_dims = every_head_dim,
     .kv_layouts = kv_layouts,
     .targets = "every AMD (gfx...) and NVIDIA (sm_...) target",
-    .compiles_for = any_target,
+    .compiles_for = compiles_for_every_target,
     .check = check,
     .refuses_shape = refuses_all_but_decode,
     .choose_tile = choose_tile,

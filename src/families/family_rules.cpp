@@ -20,6 +20,12 @@ std::string rounded_probability_margin_error(const KernelSpec& spec) {
     return {};
 }
 
+bool compiles_for_every_target(std::string_view) { return true; }
+
+bool sm80_or_newer(std::string_view arch) { return sm_version(arch) >= 80; }
+
+unsigned static_shared_limit(std::string_view) { return 48u * 1024u; }
+
 // CUDA programming guide, compute capabilities: the data-center parts (8.0, 8.7, 9.0,
 // 10.x) have far more than the consumer ones.
 unsigned nvidia_shared_limit(std::string_view arch) {

@@ -25,6 +25,13 @@ std::string waves_error(const KernelSpec&);
 // unnormalized P reaches exp(margin): f16 overflows past exp(11.09).
 std::string rounded_probability_margin_error(const KernelSpec&);
 
+// Target rules: every target (plain-arithmetic families), NVIDIA sm_80 or later (mma.sync).
+bool compiles_for_every_target(std::string_view arch);
+bool sm80_or_newer(std::string_view arch);
+
+// The static shared memory (LDS) a block may declare on every target: 48 KiB.
+unsigned static_shared_limit(std::string_view arch);
+
 // Opt-in shared memory per block of an NVIDIA target.
 unsigned nvidia_shared_limit(std::string_view arch);
 

@@ -12,8 +12,6 @@ constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_nvidi
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
 constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
 
-bool sm80_or_newer(std::string_view arch) { return sm_version(arch) >= 80; }
-
 std::string check(const KernelSpec& spec) {
     if (auto error = waves_error(spec); !error.empty()) return error;
     if (spec.block_q != 16 * spec.waves && spec.block_q != 32 * spec.waves)

@@ -12,8 +12,6 @@ constexpr std::string_view prelude_parts[] = {"prelude_common.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16, DType::f32};
 constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
 
-bool any_target(std::string_view) { return true; }
-
 std::string check(const KernelSpec& spec) {
     if (auto error = waves_error(spec); !error.empty()) return error;
     if (spec.block_q < spec.waves || spec.block_q % spec.waves != 0 || spec.block_q > 64)
@@ -40,8 +38,6 @@ SharedLayout shared_layout(const KernelSpec& spec) {
     return {static_cast<unsigned>(4 * spec.waves * spec.head_dim), false, {}};
 }
 
-unsigned static_shared_limit(std::string_view) { return 48u * 1024u; }
-
 }  // namespace
 
 extern const FamilyDescriptor scalar_family = {
@@ -53,7 +49,7 @@ extern const FamilyDescriptor scalar_family = {
     .head_dims = every_head_dim,
     .kv_layouts = kv_layouts,
     .targets = "every AMD (gfx...) and NVIDIA (sm_...) target",
-    .compiles_for = any_target,
+    .compiles_for = compiles_for_every_target,
     .check = check,
     .choose_tile = choose_tile,
     .shared_layout = shared_layout,
