@@ -139,7 +139,8 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
                                 {CausalMode::none, CausalMode::bottom_right});
 
     // The shapes: each K/V layout, prefill and (asked for) decode of one token per sequence.
-    const int group = request.gqa_group.value_or(preset_of(request) ? preset_of(request)->gqa_group : 1);
+    const auto preset = preset_of(request);
+    const int group = request.gqa_group.value_or(preset ? preset->gqa_group : 1);
     if (group < 1) throw UsageError("gqa-group=" + std::to_string(group) + ": must be at least 1");
     std::vector<ShapeClass> shapes;
     std::vector<std::pair<KvLayout, int>> layouts = {{KvLayout::dense, 0}};
