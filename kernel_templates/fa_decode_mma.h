@@ -116,16 +116,20 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
 
     // This lane's rows are g and g+8. Idle rows keep every key of the split: their scores
     // are zeros, and they are never stored.
-    int visible[2];
+    fa_key_range visible[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const int r = g + 8 * h;
-        visible[h] = r < packed_rows ? min(split_end, fa_visible_keys(Spec::causal, fa_packed_query_row(group, r),
-                                                                      sequence.len_q, sequence.len_k))
-                                     : split_end;
+        visible[h] = r < packed_rows
+                         ? fa_visible_range<Spec>(p, fa_packed_query_row(group, r), sequence.len_q, sequence.len_k)
+                         : fa_key_range{split_begin, split_end};
+        visible[h].end = min(visible[h].end, split_end);
     }
-    // Query row 0 sees the fewest keys: blocks below its limit need no mask.
-    const int unmasked_end = min(split_end, fa_visible_keys(Spec::causal, 0, sequence.len_q, sequence.len_k));
+    // Query row 0 sees the fewest keys and the last row the latest first key: blocks
+    // between the two limits need no mask.
+    const int unmasked_begin =
+        fa_visible_range<Spec>(p, fa_packed_query_row(group, packed_rows - 1), sequence.len_q, sequence.len_k).begin;
+    const int unmasked_end = min(split_end, fa_visible_range<Spec>(p, 0, sequence.len_q, sequence.len_k).end);
 
     float frame[2] = {fa_neg_inf(), fa_neg_inf()};
     float sum[2] = {0.0f, 0.0f};
@@ -133,7 +137,6 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
 #pragma unroll
     for (int i = 0; i < 4 * dim_tiles; ++i) out[0][i] = 0.0f;
 
-    const float scale_log2 = p.scale * FAJIT_LOG2E;
     for (int step = 0; step < steps; ++step) {
         fa_nv_cp_async_wait<stages - 2>();
         __syncwarp();  // the step's tiles visible to the warp; the buffer refilled below is free
@@ -159,8 +162,8 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
         }
 
         float row_max[2], correction[2];
-        const bool masked = key0 + block_k > unmasked_end;
-        const float multiplier = fa_m16n8_scores<key_tiles>(score[0], scale_log2, masked, visible, key0, row_max);
+        const bool masked = key0 + block_k > unmasked_end || (Spec::window && key0 < unmasked_begin);
+        const float multiplier = fa_m16n8_scores<Spec, key_tiles>(p, score[0], masked, visible, key0, row_max);
         const bool moved = fa_m16n8_move_frames(p, packed_rows, g, margin_log2, row_max, frame, sum, correction);
         if (__any_sync(0xffffffffu, moved))
 #pragma unroll

@@ -94,13 +94,13 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(
     if (threadIdx.x < rows) block_sum[threadIdx.x] = 0.0f;
     __syncthreads();
 
-    int visible[rows];  // keys each row may see (0 for idle rows)
+    fa_key_range visible[rows];  // keys each row may see (none for idle rows)
     float frame[rows], lane_sum[rows], out[rows][dims_per_lane];
 #pragma unroll
     for (int r = 0; r < rows; ++r) {
         visible[r] = r < packed_rows
-                         ? fa_visible_keys(Spec::causal, fa_packed_query_row(group, r), sequence.len_q, sequence.len_k)
-                         : 0;
+                         ? fa_visible_range<Spec>(p, fa_packed_query_row(group, r), sequence.len_q, sequence.len_k)
+                         : fa_key_range{0, 0};
         frame[r] = fa_neg_inf();
         lane_sum[r] = 0.0f;
 #pragma unroll
@@ -123,10 +123,15 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(
         if (key < split_end)
             fa_decode_score_key<Spec, rows>(k + fa_key_offset<Spec>(p, p.k_stride, sequence, kv_head, key), k_vector,
                                             query, score);
+        if constexpr (Spec::softcap) {
+            const fa_soft_cap cap = fa_soft_cap_of(p);
+#pragma unroll
+            for (int r = 0; r < rows; ++r) score[r] = fa_capped(cap, score[r]);
+        }
         float weight[rows];
 #pragma unroll
         for (int r = 0; r < rows; ++r) {
-            const float s = key < visible[r] && key < split_end ? score[r] : fa_neg_inf();
+            const float s = fa_key_visible(visible[r], key) && key < split_end ? score[r] : fa_neg_inf();
             const float step_max = fa_wave_max(s);
             // Deferred rescale: the wave takes each row's decision; lane 0 reports it.
             float correction;

@@ -28,8 +28,9 @@
 //            block computes step j, steps j+1 .. j+stages-1 are in flight.
 // Rows are stored with the padded pitch of prelude_sm80.h (fa_sm80_rows).
 //
-// Causal masks are applied only on steps that reach past the first row's visible
-// keys; a step no row of a warp can see is skipped by that warp. Rows that see no key
+// Masks (causal, sliding window) are applied only on steps that reach outside the keys
+// every row sees; a step no row of a warp can see is skipped by that warp, and key
+// blocks no row of the block sees are never loaded. Rows that see no key
 // at all (Lq > Lk under bottom-right) output zeros and LSE -inf, as in fa_scalar.
 //
 // Loads use cp.async when the tensors are 16-byte aligned (base pointers, and strides
@@ -99,15 +100,17 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
         fa_nv_aligned16(p.q, p.q_stride) && fa_nv_aligned16(p.k, p.k_stride) && fa_nv_aligned16(p.v, p.v_stride);
 
     const int rows_here = min(block_q, len_q - row0);
-    const int key_end = fa_visible_keys(Spec::causal, row0 + rows_here - 1, len_q, len_k);
-    const int unmasked_end = fa_visible_keys(Spec::causal, row0, len_q, len_k);  // every row sees these
-    const int steps = (key_end + block_k - 1) / block_k;
+    const fa_key_blocks blocks = fa_key_blocks_of<Spec>(p, row0, rows_here, len_q, len_k, block_k);
+    const int steps = blocks.count;
     const int warp_row0 = row0 + warp * warp_rows;
+    const bool warp_has_rows = warp_row0 < len_q;
+    const int warp_key_begin = warp_has_rows ? fa_visible_range<Spec>(p, warp_row0, len_q, len_k).begin : 0;
     const int warp_key_end =
-        warp_row0 < len_q ? fa_visible_keys(Spec::causal, min(warp_row0 + warp_rows, len_q) - 1, len_q, len_k) : 0;
+        warp_has_rows ? fa_visible_range<Spec>(p, min(warp_row0 + warp_rows, len_q) - 1, len_q, len_k).end : 0;
+    const auto key0_of = [&](int step) { return (blocks.first + step) * block_k; };
 
     const auto load_step = [&](int step) {
-        const int key0 = step * block_k;
+        const int key0 = key0_of(step);
         const int stage = step % stages;
         fa_sm80_load_rows<head_dim, Spec::waves * 32, block_k, 2>(
             {k_tile(stage), v_tile(stage)},
@@ -149,7 +152,6 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     };
     unsigned int q_registers[q_in_registers ? m_tiles : 1][q_in_registers ? dim_slices : 1][4];
 
-    const float scale_log2 = p.scale * FAJIT_LOG2E;
     for (int step = 0; step < steps; ++step) {
         fa_nv_cp_async_wait<stages - 2>();
         __syncthreads();  // step's tiles visible to all; the buffer refilled below is free
@@ -163,8 +165,8 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
 #pragma unroll
                     for (int slice = 0; slice < dim_slices; ++slice) q_fragment(q_registers[m][slice], m, slice);
 
-        const int key0 = step * block_k;
-        if (key0 >= warp_key_end) continue;  // no row of this warp sees these keys
+        const int key0 = key0_of(step);
+        if (key0 >= warp_key_end || key0 + block_k <= warp_key_begin) continue;  // no row of this warp sees these
         const unsigned int k_stage = k_tile(step % stages);
         const unsigned int v_stage = v_tile(step % stages);
 
@@ -187,10 +189,10 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
             fa_sm80_add_scores<element, head_dim, m_tiles, key_tiles>(score, a, k_stage, slice, matrix, matrix_row);
         }
 
-        // Keys a row may not see become -inf only on steps that reach past the keys every
-        // row of the block sees; a row's limit is recomputed rather than kept, since
+        // Keys a row may not see become -inf only on steps that reach outside the keys every
+        // row of the block sees; a row's range is recomputed rather than kept, since
         // registers are what this kernel is short of.
-        const bool masked = key0 + block_k > unmasked_end;
+        const bool masked = fa_block_masked<Spec>(blocks, key0, block_k);
         float correction[m_tiles][2];
         bool any_moved = false;
         float multiplier[m_tiles];
@@ -198,12 +200,12 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
 #pragma unroll
         for (int m = 0; m < m_tiles; ++m) {
             const int row = warp_row0 + 16 * m + g;
-            int visible[2];
+            fa_key_range visible[2];
 #pragma unroll
             for (int h = 0; h < 2; ++h)
-                visible[h] = masked ? fa_visible_keys(Spec::causal, row + 8 * h, len_q, len_k) : 0;
+                visible[h] = masked ? fa_visible_range<Spec>(p, row + 8 * h, len_q, len_k) : fa_key_range{0, 0};
             float row_max[2];
-            multiplier[m] = fa_m16n8_scores<key_tiles>(score[m], scale_log2, masked, visible, key0, row_max);
+            multiplier[m] = fa_m16n8_scores<Spec, key_tiles>(p, score[m], masked, visible, key0, row_max);
             any_moved |= fa_m16n8_move_frames(p, len_q, row, margin_log2, row_max, frame[m], sum[m], correction[m]);
         }
         if (__any_sync(0xffffffffu, any_moved))

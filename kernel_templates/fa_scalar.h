@@ -30,31 +30,32 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa_par
     const element* v = static_cast<const element*>(p.v);
     element* o = static_cast<element*>(p.o);
     float* query = query_rows[wave];
+    const fa_soft_cap cap = fa_soft_cap_of(p);
 
     for (int local_row = wave; local_row < Spec::block_q; local_row += Spec::waves) {
         const int row = blockIdx.x * Spec::block_q + local_row;
         if (row >= sequence.len_q) break;
         const element* query_row = q + fa_row_offset(p.q_stride, sequence, head, row);
-        for (int d = lane; d < head_dim; d += lanes)
-            query[d] = fa_to_float(query_row[d]) * (p.scale * FAJIT_LOG2E);
+        for (int d = lane; d < head_dim; d += lanes) query[d] = fa_to_float(query_row[d]) * (p.scale * FAJIT_LOG2E);
         fa_wave_sync();
 
-        const int visible = fa_visible_keys(Spec::causal, row, sequence.len_q, sequence.len_k);
+        const fa_key_range visible = fa_visible_range<Spec>(p, row, sequence.len_q, sequence.len_k);
         float frame = fa_neg_inf();  // every score and sum below is relative to it
         float lane_sum = 0.0f;
         float out[dims_per_lane];
         for (int c = 0; c < dims_per_lane; ++c) out[c] = 0.0f;
 
-        for (int key0 = 0; key0 < visible; key0 += Spec::block_k) {
+        for (int key0 = visible.begin; key0 < visible.end; key0 += Spec::block_k) {
             float score[keys_per_lane];
             float step_max = fa_neg_inf();
             for (int t = 0; t < keys_per_lane; ++t) {
                 const int key = key0 + t * lanes + lane;
                 float s = fa_neg_inf();
-                if (key < visible) {
+                if (key < visible.end) {
                     const element* key_row = k + fa_key_offset<Spec>(p, p.k_stride, sequence, kv_head, key);
                     s = 0.0f;
                     for (int d = 0; d < head_dim; ++d) s += query[d] * fa_to_float(key_row[d]);
+                    if constexpr (Spec::softcap) s = fa_capped(cap, s);
                 }
                 score[t] = s;
                 step_max = fmaxf(step_max, s);
@@ -71,7 +72,7 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa_par
             for (int t = 0; t < keys_per_lane; ++t) {
                 const float weight = fa_exp2(score[t] - frame);  // exp2(-inf) = 0 for masked keys
                 lane_sum += weight;
-                const int keys_here = visible - (key0 + t * lanes);
+                const int keys_here = visible.end - (key0 + t * lanes);
                 for (int source = 0; source < lanes && source < keys_here; ++source) {
                     const float w = fa_shuffle(weight, source);
                     const element* value_row =
@@ -84,17 +85,14 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa_par
             }
         }
 
-        // A row that sees no key (Lq > Lk under bottom-right) outputs zeros, not NaN.
-        const float sum = fa_wave_sum(lane_sum);
-        const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+        float lse;
+        const float inverse = fa_row_normalizer<Spec>(p, head, frame, fa_wave_sum(lane_sum), lse);
         element* output_row = o + fa_row_offset(p.o_stride, sequence, head, row);
         for (int c = 0; c < dims_per_lane; ++c) {
             const int d = lane + c * lanes;
             if (d < head_dim) output_row[d] = fa_from_float<element>(out[c] * inverse);
         }
-        if (p.lse && lane == 0)
-            p.lse[fa_lse_index<Spec>(p, sequence, head, row)] =
-                sum > 0.0f ? (frame + fa_log2(sum)) * FAJIT_LN2 : fa_neg_inf();
+        if (p.lse && lane == 0) p.lse[fa_lse_index<Spec>(p, sequence, head, row)] = lse;
         fa_wave_sync();
     }
 }

@@ -217,12 +217,11 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     const int lane = static_cast<int>(threadIdx.x) % 32;
     const int warp = static_cast<int>(threadIdx.x) / 32;
     const int group = warp / 4;
-    // A tile's key steps: as many as its last row needs, none for an empty tile.
-    const auto key_steps = [&](const fa_wgmma_tile& tile) {
+    // A tile's key blocks: those its rows see, none for an empty tile.
+    const auto key_blocks = [&](const fa_wgmma_tile& tile) {
         const int len_q = tile.sequence.len_q, len_k = tile.sequence.len_k;
-        if (tile.empty) return 0;
-        const int rows_here = min(block_q, len_q - tile.row0);
-        return (fa_visible_keys(Spec::causal, tile.row0 + rows_here - 1, len_q, len_k) + block_k - 1) / block_k;
+        if (tile.empty) return fa_key_blocks{0, 0, {0, 0}};
+        return fa_key_blocks_of<Spec>(p, tile.row0, min(block_q, len_q - tile.row0), len_q, len_k, block_k);
     };
 
     if (group == groups) {
@@ -248,7 +247,8 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         for (int n = 0;; ++n) {
             const fa_wgmma_tile tile = fa_wgmma_block_tile<Spec>(p, n);
             if (!tile.valid) break;
-            const int steps = key_steps(tile);
+            const fa_key_blocks blocks = key_blocks(tile);
+            const int steps = blocks.count;
             if (steps == 0) continue;
             const fa_sequence& sequence = tile.sequence;
             const int kv_head = tile.head / (p.heads_q / p.heads_kv);
@@ -262,7 +262,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
                                                  sequence.len_q - tile.row0, aligned);
 #pragma unroll 1
             for (int step = 0; step < steps; ++step, ++fill) {
-                const int key0 = step * block_k;
+                const int key0 = (blocks.first + step) * block_k;
                 const int valid_keys = sequence.len_k - key0;
                 // One pass over a step's rows copies K and V when they share barriers; the
                 // separate passes K and V need otherwise measured slower at d=128 (301 / 385 /
@@ -356,17 +356,15 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
 #pragma unroll
         for (int i = 0; i < head_dim / 2; ++i) out[i] *= correction[(i % 4) / 2];
     };
-    const float scale_log2 = p.scale * FAJIT_LOG2E;
-
     int first_fill = 0;  // the fill of the tile's step 0
 #pragma unroll 1
     for (int n = 0;; ++n) {
         const fa_wgmma_tile tile = fa_wgmma_block_tile<Spec>(p, n);
         if (!tile.valid) break;
-        const int steps = key_steps(tile);
+        const fa_key_blocks blocks = key_blocks(tile);
+        const int steps = blocks.count;
         const int len_q = tile.sequence.len_q, len_k = tile.sequence.len_k;
-        const int unmasked_end = fa_visible_keys(Spec::causal, tile.row0, len_q, len_k);  // every row sees these
-        const int my_row = tile.row0 + 64 * group + 16 * (warp % 4) + lane / 4;           // and my_row + 8
+        const int my_row = tile.row0 + 64 * group + 16 * (warp % 4) + lane / 4;  // and my_row + 8
         float frame[2] = {fa_neg_inf(), fa_neg_inf()};
         float sum[2] = {0.0f, 0.0f};
 #pragma unroll
@@ -375,14 +373,14 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         // Masks, moves frames and turns S into unrounded P in place; returns whether O
         // must be rescaled by `correction` before the next P V.
         const auto softmax = [&](int step, float(&score)[block_k / 2], float(&correction)[2]) {
-            const int key0 = step * block_k;
-            const bool masked = key0 + block_k > unmasked_end;
-            int visible[2];
+            const int key0 = (blocks.first + step) * block_k;
+            const bool masked = fa_block_masked<Spec>(blocks, key0, block_k);
+            fa_key_range visible[2];
 #pragma unroll
             for (int h = 0; h < 2; ++h)
-                visible[h] = masked ? fa_visible_keys(Spec::causal, my_row + 8 * h, len_q, len_k) : 0;
+                visible[h] = masked ? fa_visible_range<Spec>(p, my_row + 8 * h, len_q, len_k) : fa_key_range{0, 0};
             float row_max[2];
-            const float multiplier = fa_m16n8_scores<key_tiles>(score, scale_log2, masked, visible, key0, row_max);
+            const float multiplier = fa_m16n8_scores<Spec, key_tiles>(p, score, masked, visible, key0, row_max);
             const bool moved = fa_m16n8_move_frames(p, len_q, my_row, margin_log2, row_max, frame, sum, correction);
             fa_m16n8_exponentiate<key_tiles>(score, multiplier, frame, sum);
             return __any_sync(0xffffffffu, moved);

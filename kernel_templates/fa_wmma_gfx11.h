@@ -158,19 +158,19 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
     const bool k_vector = fa_key_vector_ok<Spec>(k, p.k_stride);
     const bool v_vector = fa_key_vector_ok<Spec>(v, p.v_stride);
 
-    // Causal limits. Visible keys grow with the row, so the block's last valid row
-    // bounds the key loop (later key steps are never staged), the wave's last row
-    // bounds its work and its first row decides whether a step needs the element mask.
+    // Mask limits (fa_visible_range): both ends of a row's keys grow with the row, so the
+    // block's rows bound the key loop (other key steps are never staged), the wave's rows
+    // bound its work and decide whether a step needs the element mask.
     const int wave_row0 = block_row0 + 16 * wave;
     const int row = wave_row0 + column;
     const bool row_valid = row < len_q;
-    const int block_last = min(block_row0 + Spec::block_q, len_q) - 1;
-    const int block_keys = fa_visible_keys(Spec::causal, block_last, len_q, len_k);
+    const fa_key_blocks blocks =
+        fa_key_blocks_of<Spec>(p, block_row0, min(Spec::block_q, len_q - block_row0), len_q, len_k, block_k);
     const bool wave_has_rows = wave_row0 < len_q;
-    const int wave_keys =
-        wave_has_rows ? fa_visible_keys(Spec::causal, min(wave_row0 + 15, len_q - 1), len_q, len_k) : 0;
-    const int wave_unmasked_keys = wave_has_rows ? fa_visible_keys(Spec::causal, wave_row0, len_q, len_k) : 0;
-    const int row_keys = fa_visible_keys(Spec::causal, row, len_q, len_k);
+    const fa_key_blocks wave_blocks =
+        wave_has_rows ? fa_key_blocks_of<Spec>(p, wave_row0, min(16, len_q - wave_row0), len_q, len_k, block_k)
+                      : fa_key_blocks{0, 0, {0, 0}};
+    const fa_key_range row_keys = fa_visible_range<Spec>(p, row, len_q, len_k);
 
     // Q, once per block: rows past len_q read as zeros (and are never stored).
     const unsigned short* const q_row = q + row * p.q_stride[2];
@@ -201,8 +201,10 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
     float frame = fa_neg_inf();  // log2 units, like the scores
     float lane_sum = 0.0f;       // this lane's parity of keys; the row's sum is it plus lane^16's
     const float score_scale = p.scale * FAJIT_LOG2E;
+    const fa_soft_cap cap = fa_soft_cap_of(p);
 
-    for (int key0 = 0; key0 < block_keys; key0 += block_k) {
+    for (int step = 0; step < blocks.count; ++step) {
+        const int key0 = (blocks.first + step) * block_k;
         __syncthreads();  // every wave is done reading the previous step's tiles
 
         // K rows as they are; keys past len_k are zeros so no NaN enters the products.
@@ -232,7 +234,9 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
             }
         }
         __syncthreads();
-        if (key0 >= wave_keys) continue;  // past every row of this wave (wave-uniform)
+        // Outside every row of this wave (wave-uniform).
+        if (step < wave_blocks.first - blocks.first || step >= wave_blocks.first - blocks.first + wave_blocks.count)
+            continue;
 
         // S^T = K Q^T: scores[t].x[i] is row `row`, key key0 + 16t + 2i + half.
         fa_tile_c scores[key_tiles];
@@ -254,14 +258,22 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
         }
 
         float step_max = fa_neg_inf();
-        if (key0 + block_k > wave_unmasked_keys) {
-            // Only steps that cross some row's limit (the causal diagonal, or len_k) mask.
+        if constexpr (Spec::softcap)
+#pragma unroll
+            for (int t = 0; t < key_tiles; ++t)
+#pragma unroll
+                for (int i = 0; i < 8; ++i) scores[t].x[i] = fa_capped(cap, scores[t].x[i] * score_scale);
+        // Scaled here unless the soft-cap did it.
+        const float scale_here = Spec::softcap ? 1.0f : score_scale;
+        if (fa_block_masked<Spec>(wave_blocks, key0, block_k)) {
+            // Only steps that cross some row's limit (the causal diagonal, a window's edge, or
+            // len_k) mask.
 #pragma unroll
             for (int t = 0; t < key_tiles; ++t)
 #pragma unroll
                 for (int i = 0; i < 8; ++i) {
                     const int key = key0 + 16 * t + 2 * i + half;
-                    const float s = key < row_keys ? scores[t].x[i] * score_scale : fa_neg_inf();
+                    const float s = fa_key_visible(row_keys, key) ? scores[t].x[i] * scale_here : fa_neg_inf();
                     scores[t].x[i] = s;
                     step_max = fmaxf(step_max, s);
                 }
@@ -270,7 +282,7 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
             for (int t = 0; t < key_tiles; ++t)
 #pragma unroll
                 for (int i = 0; i < 8; ++i) {
-                    scores[t].x[i] *= score_scale;
+                    scores[t].x[i] *= scale_here;
                     step_max = fmaxf(step_max, scores[t].x[i]);
                 }
         }
@@ -306,9 +318,8 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
         }
     }
 
-    // A row that sees no key (Lq > Lk under bottom-right) outputs zeros and LSE -inf.
-    const float sum = lane_sum + fa_exchange_halves(lane_sum);
-    const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+    float lse;
+    const float inverse = fa_row_normalizer<Spec>(p, head, frame, lane_sum + fa_exchange_halves(lane_sum), lse);
     if (row_valid) {
         unsigned short* const o_row = o + row * p.o_stride[2];
 #pragma unroll
@@ -318,8 +329,6 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
                 if (16 * t + 2 * i + half < head_dim)  // not a padding dim
                     o_row[16 * t + 2 * i + half] =
                         static_cast<unsigned short>(fa_float_to_bits<element>(out[t].x[i] * inverse));
-        if (p.lse && half == 0)
-            p.lse[fa_lse_index<Spec>(p, sequence, head, row)] =
-                sum > 0.0f ? (frame + fa_log2(sum)) * FAJIT_LN2 : fa_neg_inf();
+        if (p.lse && half == 0) p.lse[fa_lse_index<Spec>(p, sequence, head, row)] = lse;
     }
 }

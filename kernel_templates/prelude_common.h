@@ -52,8 +52,14 @@ struct fa_params {
     int max_pages_per_seq;
     int num_pages;
     int num_splits;  // 1 when the key range is not split
+    // Model features, each read only by kernels specialized on it (Spec::window,
+    // Spec::softcap, Spec::sinks); see the masking and scores parts below.
+    const float* sinks;  // [heads_q] natural-log logits that join each row's denominator
+    int window_left;     // keys a row sees before its diagonal key; -1: unbounded
+    int window_right;    // and after it; -1: unbounded
+    float softcap;       // c of s <- c tanh(s / c), applied to the scaled scores
 };
-static_assert(sizeof(fa_params) == 232, "fa_params layout changed: update kernel_arguments.hpp too");
+static_assert(sizeof(fa_params) == 256, "fa_params layout changed: update kernel_arguments.hpp too");
 
 // ---- element types: 16-bit floats are raw bits so no toolkit header is needed --
 struct fa_f16 {
@@ -107,6 +113,61 @@ FAJIT_DEVICE float fa_neg_inf() { return __uint_as_float(0xff800000u); }
 FAJIT_DEVICE float fa_exp2(float x) { return exp2f(x); }
 FAJIT_DEVICE float fa_log2(float x) { return log2f(x); }
 
+// 1/x to about one ulp: a hardware approximation, where a correctly rounded division
+// would cost several instructions per score.
+FAJIT_DEVICE float fa_fast_reciprocal(float x) {
+#if FAJIT_AMD
+    return __builtin_amdgcn_rcpf(x);
+#else
+    float result;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(result) : "f"(x));
+    return result;
+#endif
+}
+
+// ---- scores ---------------------------------------------------------------------
+// A soft-cap (Spec::softcap) bends each scaled score s to c tanh(s / c). Scores are in
+// log2 units here, so it is applied as c' tanh(s' / c') with c' = c log2 e, which is
+// the same number. tanh comes from one exp2 and one reciprocal, accurate to about
+// 1e-7 absolute; NVIDIA's tanh.approx, at a relative 2^-11, moved a capped score of 50
+// by 0.02, a 2% change of its probability.
+struct fa_soft_cap {
+    float cap_log2;
+    float inverse;  // 1 / cap_log2
+};
+FAJIT_DEVICE fa_soft_cap fa_soft_cap_of(const fa_params& p) {
+    const float cap_log2 = p.softcap * FAJIT_LOG2E;
+    return {cap_log2, 1.0f / cap_log2};
+}
+FAJIT_DEVICE float fa_tanh(float x) { return 1.0f - 2.0f * fa_fast_reciprocal(1.0f + fa_exp2(2.0f * FAJIT_LOG2E * x)); }
+FAJIT_DEVICE float fa_capped(const fa_soft_cap& cap, float score_log2) {
+    return cap.cap_log2 * fa_tanh(score_log2 * cap.inverse);
+}
+
+// How a row ends: O is divided by the row's sum of exponentials and LSE is written.
+// With attention sinks (Spec::sinks) the head's sink logit joins the denominator as one
+// more exponential that weighs no value row, so a row that sees no key outputs zeros
+// and has LSE = sink. Frame and sum are in log2 units; returns what O is multiplied by.
+template <class Spec>
+FAJIT_DEVICE float fa_row_normalizer(const fa_params& p, int head, float frame, float sum, float& lse) {
+    if constexpr (Spec::sinks) {
+        const float sink = p.sinks[head] * FAJIT_LOG2E;
+        const float top = fmaxf(frame, sink);
+        if (top == fa_neg_inf()) {  // no key and a sink of -inf: nothing at all
+            lse = fa_neg_inf();
+            return 0.0f;
+        }
+        const float kept = sum > 0.0f ? fa_exp2(frame - top) : 0.0f;
+        const float total = sum * kept + fa_exp2(sink - top);
+        lse = (top + fa_log2(total)) * FAJIT_LN2;
+        return kept / total;
+    } else {
+        // A row that sees no key (Lq > Lk under bottom-right) outputs zeros, not NaN.
+        lse = sum > 0.0f ? (frame + fa_log2(sum)) * FAJIT_LN2 : fa_neg_inf();
+        return sum > 0.0f ? 1.0f / sum : 0.0f;
+    }
+}
+
 // ---- wave primitives ------------------------------------------------------------
 FAJIT_DEVICE float fa_shuffle(float value, int source_lane) {
 #if FAJIT_AMD
@@ -147,13 +208,59 @@ FAJIT_DEVICE float fa_wave_sum(float value) {
 }
 
 // ---- masking --------------------------------------------------------------------
-// Number of keys query row `row` may attend to. Bottom-right aligns the last query
-// with the last key (query i of Lq sees keys up to Lk-Lq+i), as chunked prefill needs.
-FAJIT_DEVICE int fa_visible_keys(int causal, int row, int len_q, int len_k) {
-    long long limit = len_k;
-    if (causal == FA_CAUSAL_TOP_LEFT) limit = static_cast<long long>(row) + 1;
-    if (causal == FA_CAUSAL_BOTTOM_RIGHT) limit = static_cast<long long>(len_k) - len_q + row + 1;
-    return static_cast<int>(limit < 0 ? 0 : (limit > len_k ? len_k : limit));
+// The keys [begin, end) query row `row` may attend to. Bottom-right aligns the last
+// query with the last key (query i of Lq sees keys up to Lk-Lq+i), as chunked prefill
+// needs. A sliding window (Spec::window) keeps the keys from window_left before the
+// row's diagonal key to window_right after it, -1 leaving that side unbounded; the
+// diagonal key is Lk-Lq+i, FlashAttention's alignment, except under a top-left mask,
+// where it is i. Both ends only grow with the row, so a block's first row gives its
+// first key and its last row its last: the families skip key blocks outside that range
+// and mask only the blocks that cross some row's ends. An empty range has begin = end.
+struct fa_key_range {
+    int begin;
+    int end;
+};
+
+template <class Spec>
+FAJIT_DEVICE fa_key_range fa_visible_range(const fa_params& p, int row, int len_q, int len_k) {
+    const long long diagonal = Spec::causal == FA_CAUSAL_TOP_LEFT ? row : static_cast<long long>(len_k) - len_q + row;
+    long long end = Spec::causal == FA_CAUSAL_NONE ? len_k : diagonal + 1;
+    long long begin = 0;
+    if constexpr (Spec::window) {
+        if (p.window_right >= 0 && diagonal + p.window_right + 1 < end) end = diagonal + p.window_right + 1;
+        if (p.window_left >= 0) begin = diagonal - p.window_left;
+    }
+    end = end < 0 ? 0 : (end > len_k ? len_k : end);
+    begin = begin < 0 ? 0 : (begin > end ? end : begin);
+    return {static_cast<int>(begin), static_cast<int>(end)};
+}
+
+FAJIT_DEVICE bool fa_key_visible(const fa_key_range& range, int key) { return key >= range.begin && key < range.end; }
+
+// The blocks of block_k keys that some row of [row0, row0 + rows) sees: `count` blocks
+// from block `first`; and the keys [unmasked.begin, unmasked.end) that every row sees,
+// so that a block inside them needs no mask. rows >= 1.
+struct fa_key_blocks {
+    int first;
+    int count;
+    fa_key_range unmasked;
+};
+template <class Spec>
+FAJIT_DEVICE fa_key_blocks fa_key_blocks_of(const fa_params& p, int row0, int rows, int len_q, int len_k, int block_k) {
+    const fa_key_range first_row = fa_visible_range<Spec>(p, row0, len_q, len_k);
+    const fa_key_range last_row = fa_visible_range<Spec>(p, row0 + rows - 1, len_q, len_k);
+    fa_key_blocks blocks;
+    blocks.first = first_row.begin / block_k;
+    blocks.count = last_row.end > first_row.begin ? (last_row.end + block_k - 1) / block_k - blocks.first : 0;
+    blocks.unmasked = {last_row.begin, first_row.end};
+    return blocks;
+}
+
+// Whether the block of keys from key0 needs the mask: it reaches outside the keys every
+// row sees (a window's left edge exists only under Spec::window).
+template <class Spec>
+FAJIT_DEVICE bool fa_block_masked(const fa_key_blocks& blocks, int key0, int block_k) {
+    return key0 + block_k > blocks.unmasked.end || (Spec::window && key0 < blocks.unmasked.begin);
 }
 
 // ---- sequences: where each sequence of a call lives -------------------------------

@@ -120,22 +120,26 @@ FAJIT_DEVICE bool fa_nv_aligned16(const void* pointer, const long long (&stride)
 // with g = lane/4 and t = lane%4, element 4n + e of a tile is row g + 8(e/2), column
 // 8n + 2t + e%2. A row lives in one quad of lanes; index h = e/2 picks the row.
 
-// Sets keys at or past a row's `visible` count to -inf when `masked` (after scaling
-// by scale_log2 when `scale_here`), and gives each of the lane's two rows' maxima.
-// The mask is a pass of its own behind one branch: folded into the maximum's loop,
-// ptxas tested `masked` per score, four instructions each and a third of a step's
-// instructions (static count, sm_90a), on the steps without a mask too.
-template <int key_tiles, bool scale_here>
+// Sets keys outside a row's `visible` range to -inf when `masked` (after scaling by
+// scale_log2 when `scale_here`), and gives each of the lane's two rows' maxima. The
+// mask is a pass of its own behind one branch: folded into the maximum's loop, ptxas
+// tested `masked` per score, four instructions each and a third of a step's
+// instructions (static count, sm_90a), on the steps without a mask too. A range's
+// begin is tested only under a sliding window: without one it is 0.
+template <class Spec, int key_tiles, bool scale_here>
 FAJIT_DEVICE void fa_m16n8_mask_and_reduce(float (&s)[4 * key_tiles], float scale_log2, bool masked,
-                                           const int (&visible)[2], int key0, float (&row_max)[2]) {
+                                           const fa_key_range (&visible)[2], int key0, float (&row_max)[2]) {
     const int t = static_cast<int>(threadIdx.x) % 4;
     if constexpr (scale_here)
 #pragma unroll
         for (int i = 0; i < 4 * key_tiles; ++i) s[i] *= scale_log2;
     if (masked)
 #pragma unroll
-        for (int i = 0; i < 4 * key_tiles; ++i)
-            if (key0 + 8 * (i / 4) + 2 * t + i % 2 >= visible[(i % 4) / 2]) s[i] = fa_neg_inf();
+        for (int i = 0; i < 4 * key_tiles; ++i) {
+            const int key = key0 + 8 * (i / 4) + 2 * t + i % 2;
+            const fa_key_range& range = visible[(i % 4) / 2];
+            if (key >= range.end || (Spec::window && key < range.begin)) s[i] = fa_neg_inf();
+        }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         float largest = fa_neg_inf();
@@ -149,17 +153,25 @@ FAJIT_DEVICE void fa_m16n8_mask_and_reduce(float (&s)[4 * key_tiles], float scal
 // Masks the scores and gives each of the lane's two rows' maxima in log2 units. A
 // positive scale is left for fa_m16n8_exponentiate to fold into its exponent
 // (scaling the maximum of the raw scores gives the maximum of the scaled ones), which
-// spares a multiply per score; any other scale is applied here. Returns the factor
-// the scores still need.
-template <int key_tiles>
-FAJIT_DEVICE float fa_m16n8_scores(float (&s)[4 * key_tiles], float scale_log2, bool masked, const int (&visible)[2],
-                                   int key0, float (&row_max)[2]) {
+// spares a multiply per score; any other scale, and a soft-cap, which does not keep
+// that order, are applied here. Returns the factor the scores still need.
+template <class Spec, int key_tiles>
+FAJIT_DEVICE float fa_m16n8_scores(const fa_params& p, float (&s)[4 * key_tiles], bool masked,
+                                   const fa_key_range (&visible)[2], int key0, float (&row_max)[2]) {
+    const float scale_log2 = p.scale * FAJIT_LOG2E;
+    if constexpr (Spec::softcap) {
+        const fa_soft_cap cap = fa_soft_cap_of(p);
+#pragma unroll
+        for (int i = 0; i < 4 * key_tiles; ++i) s[i] = fa_capped(cap, s[i] * scale_log2);
+        fa_m16n8_mask_and_reduce<Spec, key_tiles, false>(s, 1.0f, masked, visible, key0, row_max);
+        return 1.0f;
+    }
     if (scale_log2 > 0.0f) {
-        fa_m16n8_mask_and_reduce<key_tiles, false>(s, scale_log2, masked, visible, key0, row_max);
+        fa_m16n8_mask_and_reduce<Spec, key_tiles, false>(s, scale_log2, masked, visible, key0, row_max);
         for (int h = 0; h < 2; ++h) row_max[h] *= scale_log2;
         return scale_log2;
     }
-    fa_m16n8_mask_and_reduce<key_tiles, true>(s, scale_log2, masked, visible, key0, row_max);
+    fa_m16n8_mask_and_reduce<Spec, key_tiles, true>(s, scale_log2, masked, visible, key0, row_max);
     return 1.0f;
 }
 
@@ -228,7 +240,8 @@ FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, const fa_sequence& sequence
         total += fa_shuffle_xor(total, 2);
         const int r = row + 8 * h;
         if (r >= sequence.len_q) continue;
-        const float inverse = total > 0.0f ? 1.0f / total : 0.0f;
+        float lse;
+        const float inverse = fa_row_normalizer<Spec>(p, head, frame[h], total, lse);
         T* out_row = o + r * p.o_stride[2] + 2 * t;
 #pragma unroll
         for (int n = 0; n < Spec::head_dim / 8; ++n) {
@@ -241,9 +254,7 @@ FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, const fa_sequence& sequence
                 out_row[8 * n + 1] = fa_from_float<T>(hi);
             }
         }
-        if (p.lse && t == 0)
-            p.lse[fa_lse_index<Spec>(p, sequence, head, r)] =
-                total > 0.0f ? (frame[h] + fa_log2(total)) * FAJIT_LN2 : fa_neg_inf();
+        if (p.lse && t == 0) p.lse[fa_lse_index<Spec>(p, sequence, head, r)] = lse;
     }
 }
 #endif

@@ -23,7 +23,8 @@ struct fa_split_block {
 
 // The split's keys are whole blocks of `step` keys, so that a paged block never starts
 // mid-block, from the sequence's own length, so that one launch serves a batch of any
-// lengths and a launch captured in a CUDA graph stays right as the lengths grow.
+// lengths and a launch captured in a CUDA graph stays right as the lengths grow. Under
+// a sliding window the splits divide only the keys some query row sees.
 template <class Spec>
 FAJIT_DEVICE fa_split_block fa_split_block_of(const fa_params& p, int step) {
     fa_split_block block;
@@ -31,9 +32,16 @@ FAJIT_DEVICE fa_split_block fa_split_block_of(const fa_params& p, int step) {
     block.group = p.heads_q / p.heads_kv;
     block.sequence = fa_sequence_of<Spec>(p, blockIdx.z);
     block.packed_rows = min(block.group * block.sequence.len_q, Spec::block_q);
-    const int keys_per_split = ((block.sequence.len_k + p.num_splits - 1) / p.num_splits + step - 1) / step * step;
-    block.begin = blockIdx.x * keys_per_split;
-    block.end = min(block.sequence.len_k, block.begin + keys_per_split);
+    const int len_q = block.sequence.len_q, len_k = block.sequence.len_k;
+    int first = 0, last = len_k;
+    if constexpr (Spec::window)
+        if (len_q > 0) {
+            first = fa_visible_range<Spec>(p, 0, len_q, len_k).begin / step * step;
+            last = fa_visible_range<Spec>(p, len_q - 1, len_q, len_k).end;
+        }
+    const int keys_per_split = ((last - first + p.num_splits - 1) / p.num_splits + step - 1) / step * step;
+    block.begin = first + blockIdx.x * keys_per_split;
+    block.end = min(last, block.begin + keys_per_split);
     return block;
 }
 
@@ -41,22 +49,21 @@ FAJIT_DEVICE fa_split_block fa_split_block_of(const fa_params& p, int step) {
 FAJIT_DEVICE int fa_packed_head(int kv_head, int group, int r) { return kv_head * group + r % group; }
 FAJIT_DEVICE int fa_packed_query_row(int group, int r) { return r / group; }
 
-// One wave writes one row: O normalized by its sum (zeros for a row that saw no key) and
-// its natural-log LSE; out[c] holds head dim lane + c * wave size.
+// One wave writes one row: O normalized (fa_row_normalizer) and its natural-log LSE; out[c] holds head dim lane + c *
+// wave size.
 template <class Spec, int dims_per_lane>
 FAJIT_DEVICE void fa_split_store_row(const fa_params& p, const fa_sequence& sequence, int head, int row,
                                      const float (&out)[dims_per_lane], float frame, float sum) {
     using element = typename Spec::element;
     const int lane = fa_lane();
-    const float inverse = sum > 0.0f ? 1.0f / sum : 0.0f;
+    float lse;
+    const float inverse = fa_row_normalizer<Spec>(p, head, frame, sum, lse);
     element* output_row = static_cast<element*>(p.o) + fa_row_offset(p.o_stride, sequence, head, row);
     for (int c = 0; c < dims_per_lane; ++c) {
         const int d = lane + c * FAJIT_WAVE_SIZE;
         if (d < Spec::head_dim) output_row[d] = fa_from_float<element>(out[c] * inverse);
     }
-    if (p.lse && lane == 0)
-        p.lse[fa_lse_index<Spec>(p, sequence, head, row)] =
-            sum > 0.0f ? (frame + fa_log2(sum)) * FAJIT_LN2 : fa_neg_inf();
+    if (p.lse && lane == 0) p.lse[fa_lse_index<Spec>(p, sequence, head, row)] = lse;
 }
 
 // Ends the block (see the top of this part); every thread of the block calls it, after

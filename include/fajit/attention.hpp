@@ -1,6 +1,7 @@
 #pragma once
 // One attention call, as an engine describes it: device pointers, sizes and strides.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "fajit/kernel_spec.hpp"
@@ -43,6 +44,16 @@ struct SequenceBatch {
     int page_size = 0;  // a power of two, 1..256
 };
 
+// A sliding window: query row i sees the keys from `left` before its diagonal key to
+// `right` after it (each side -1 for unbounded), intersected with the causal mask. The
+// diagonal key is i + len_k - len_q (the last row's is the last key, FlashAttention's
+// alignment), or i under a top-left causal mask. Mistral's window of W keys is {W - 1, 0}
+// with a causal mask.
+struct SlidingWindow {
+    int left = -1;
+    int right = -1;
+};
+
 struct AttentionArgs {
     // With kv_layout ragged or paged, q and o are packed [total_q, heads_q, head_dim] (their
     // strides' batch member is ignored), len_q is the longest sequence's query rows and
@@ -67,6 +78,13 @@ struct AttentionArgs {
     Strides q_strides, k_strides, v_strides, o_strides;
     float scale = 0.0f;  // softmax scale, typically 1/sqrt(head_dim)
     CausalMode causal = CausalMode::none;
+    std::optional<SlidingWindow> window;  // none: every key the causal mask leaves
+    // A logit soft-cap c > 0 bends each scaled score s to c tanh(s / c) (Gemma 2); 0: none.
+    float softcap = 0.0f;
+    // Attention sinks: a device pointer to [heads_q] f32 logits (natural-log units); head
+    // h's exp(sinks[h]) joins each of its rows' softmax denominators and weighs no value
+    // (gpt-oss). LSE includes it. Null: none.
+    const float* sinks = nullptr;
     int device = 0;  // device ordinal within the backend that runs it
     // Tests only: a device buffer of 2 counters (frame moves, frames kept) that kernels
     // add to when compiled with Options::debug_counters.

@@ -163,6 +163,17 @@ typedef struct fajit_attention_args {
     int32_t max_pages_per_seq;   /* PAGED */
     int32_t num_pages;           /* PAGED: pages in the cache */
     int32_t page_size;           /* PAGED: keys per page, a power of two from 1 to 256 */
+    /* Model features: all 0 / NULL for plain attention. */
+    /* 1: a sliding window. Query row i sees the keys from window_left before its diagonal
+     * key to window_right after it (-1 leaves a side unbounded), within the causal mask.
+     * The diagonal key is i + len_k - len_q, or i under FAJIT_CAUSAL_TOP_LEFT. 0: no window,
+     * and window_left and window_right must be 0. */
+    int32_t use_window;
+    int32_t window_left;
+    int32_t window_right;
+    float softcap;      /* > 0: each scaled score s becomes softcap * tanh(s / softcap); 0: none */
+    const float* sinks; /* device pointer to [heads_q] f32 sink logits, whose exp joins each
+                         * row's softmax denominator (and LSE); NULL: none */
 } fajit_attention_args;
 
 /* The library's version, e.g. "0.1.0". Never NULL. */

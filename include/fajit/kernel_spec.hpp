@@ -37,7 +37,12 @@ struct KernelSpec {
     CausalMode causal = CausalMode::none;
     KvLayout kv_layout = KvLayout::dense;
     int page_size = 0;  // keys per page with kv_layout paged (a power of two, 1..256), else 0
-    std::string arch;   // full target name with features, e.g. gfx942:sramecc+:xnack- or sm_90a
+    // Model features. Each is specialized, so a kernel without one pays nothing for it;
+    // their values are call arguments (AttentionArgs: window, softcap, sinks).
+    bool window = false;   // a sliding window
+    bool softcap = false;  // a logit soft-cap
+    bool sinks = false;    // attention sinks
+    std::string arch;      // full target name with features, e.g. gfx942:sramecc+:xnack- or sm_90a
 
     bool operator==(const KernelSpec&) const = default;
 };
@@ -45,8 +50,10 @@ struct KernelSpec {
 // The canonical text form, e.g.
 //   family=scalar,d=128,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=bottom-right,arch=gfx1151
 //   family=scalar,d=128,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=none,kv=paged,page=16,arch=sm_90a
-// kv (and page) appear only for the batched layouts, so dense specs read as they always
-// did. arch comes last so the variable-length target name ends the line.
+//   family=mma-sm80,d=256,dtype=bf16,bq=128,bk=64,waves=8,margin=10,causal=bottom-right,window=1,softcap=1,arch=sm_90a
+// kv (and page) appear only for the batched layouts and window, softcap and sinks only
+// when on, so plain dense specs read as they always did. arch comes last so the
+// variable-length target name ends the line.
 std::string to_string(const KernelSpec&);
 
 struct SpecParseResult {

@@ -48,6 +48,15 @@ AttentionArgs to_attention_args(const fajit_attention_args* args) {
     sequences.max_pages_per_seq = args->max_pages_per_seq;
     sequences.num_pages = args->num_pages;
     sequences.page_size = args->page_size;
+    if (args->use_window != 0 && args->use_window != 1)
+        throw std::invalid_argument("use_window=" + std::to_string(args->use_window) + ": expected 0 or 1");
+    if (args->use_window)
+        converted.window = SlidingWindow{args->window_left, args->window_right};
+    else if (args->window_left != 0 || args->window_right != 0)
+        throw std::invalid_argument("window_left=" + std::to_string(args->window_left) + ", window_right=" +
+                                    std::to_string(args->window_right) + ": given, but use_window is 0");
+    converted.softcap = args->softcap;
+    converted.sinks = args->sinks;
     return converted;
 }
 

@@ -66,6 +66,9 @@ std::string specialization(const KernelSpec& spec, const SharedLayout& layout) {
     text += "    static constexpr int causal = " + std::string(causal_constant(spec.causal)) + ";\n";
     text += "    static constexpr int kv_layout = " + std::string(kv_layout_constant(spec.kv_layout)) + ";\n";
     text += "    static constexpr int page_size = " + std::to_string(spec.page_size) + ";\n";
+    text += "    static constexpr bool window = " + std::string(spec.window ? "true" : "false") + ";\n";
+    text += "    static constexpr bool softcap = " + std::string(spec.softcap ? "true" : "false") + ";\n";
+    text += "    static constexpr bool sinks = " + std::string(spec.sinks ? "true" : "false") + ";\n";
     text += "    static constexpr int shared_bytes = " + std::to_string(layout.shared_bytes) + ";\n";
     for (const LayoutConstant& constant : layout.constants)
         if (!constant.name.empty())

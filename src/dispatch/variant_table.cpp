@@ -27,6 +27,9 @@ KernelSpec variant_spec(const FamilyDescriptor& family, const ShapeClass& shape,
     spec.causal = shape.causal;
     spec.kv_layout = shape.kv_layout;
     spec.page_size = shape.page_size;
+    spec.window = shape.window;
+    spec.softcap = shape.softcap;
+    spec.sinks = shape.sinks;
     spec.rescale_margin = default_rescale_margin;
     const Tile tile = family.choose_tile(shape, arch);
     spec.block_q = tile.block_q;

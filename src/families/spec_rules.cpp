@@ -93,8 +93,10 @@ std::string validate(const KernelSpec& spec) {
 }
 
 KernelSpec with_family_defaults(KernelSpec spec) {
-    const ShapeClass shape = {spec.head_dim,      spec.dtype,     spec.causal,
-                              QueryLength::large, spec.kv_layout, spec.page_size};
+    ShapeClass shape = {spec.head_dim, spec.dtype, spec.causal, QueryLength::large, spec.kv_layout, spec.page_size};
+    shape.window = spec.window;
+    shape.softcap = spec.softcap;
+    shape.sinks = spec.sinks;
     return with_tile(spec, family_of(spec).choose_tile(shape, spec.arch));
 }
 

@@ -11,6 +11,7 @@ namespace {
 
 // CUDA limits grid dimensions y and z, which carry heads and batch, to 65535 blocks.
 constexpr int max_grid_yz = 65535;
+constexpr int max_device_ordinal = 65535;  // dispatch keys hold 24 bits of it
 
 std::string field(std::string_view name, const std::string& value, std::string_view rule) {
     return std::string(name) + "=" + value + ": " + std::string(rule);
@@ -193,7 +194,17 @@ std::string check_arguments(const AttentionArgs& args) {
         return field("kv_layout", std::to_string(static_cast<int>(args.kv_layout)), "expected dense, ragged or paged");
     if (auto error = check_sequences(args); !error.empty()) return error;
     if (!std::isfinite(args.scale)) return field("scale", std::to_string(args.scale), "must be finite");
-    if (args.device < 0) return field("device", std::to_string(args.device), "must not be negative");
+    if (args.device < 0 || args.device > max_device_ordinal)
+        return field("device", std::to_string(args.device), "must be within 0..65535");
+    if (args.window) {
+        for (const auto& [name, extent] :
+             {std::pair<std::string_view, int>{"window.left", args.window->left}, {"window.right", args.window->right}})
+            if (extent < -1) return field(name, std::to_string(extent), "must be -1 (unbounded) or a key count >= 0");
+    }
+    if (!std::isfinite(args.softcap) || args.softcap < 0.0f)
+        return field("softcap", std::to_string(args.softcap), "must be finite and >= 0 (0: no soft-cap)");
+    if (reinterpret_cast<std::uintptr_t>(args.sinks) % alignof(float) != 0)
+        return field("sinks", hex(args.sinks), "must be aligned to its 4-byte f32 elements");
 
     const std::size_t element_bytes = args.dtype == DType::f32 ? 4 : 2;
     for (const auto& [name, pointer] : pointers)

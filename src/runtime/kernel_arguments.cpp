@@ -45,6 +45,10 @@ KernelArguments make_kernel_arguments(const AttentionArgs& args, const SplitWork
     kernel.split_partials = split.partials;
     kernel.split_arrivals = split.arrivals;
     kernel.num_splits = split.num_splits;
+    kernel.sinks = args.sinks;
+    kernel.window_left = args.window ? args.window->left : -1;
+    kernel.window_right = args.window ? args.window->right : -1;
+    kernel.softcap = args.softcap;
     return kernel;
 }
 

@@ -39,8 +39,13 @@ struct KernelArguments {
     int max_pages_per_seq;
     int num_pages;
     int num_splits;  // 1 when the key range is not split
+    // Model features (AttentionArgs): read only by kernels specialized on them.
+    const float* sinks;
+    int window_left;
+    int window_right;
+    float softcap;
 };
-static_assert(sizeof(KernelArguments) == 232, "KernelArguments layout changed: update fa_params in prelude.h too");
+static_assert(sizeof(KernelArguments) == 256, "KernelArguments layout changed: update fa_params in prelude.h too");
 
 // The split-KV workspace of a launch; empty for kernels that do not split.
 struct SplitWorkspace {

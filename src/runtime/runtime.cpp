@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "dispatch/failed_variants.hpp"
 #include "dispatch/function_cache.hpp"
@@ -293,8 +294,17 @@ void Runtime::run(const KernelSpec& spec, const AttentionArgs& args, void* strea
         (spec.kv_layout == KvLayout::paged && spec.page_size != args.sequences.page_size))
         throw std::invalid_argument("spec " + to_string(spec) + " does not match the arguments' kv_layout (" +
                                     std::string(to_string(args.kv_layout)) + ") or page size");
+    const ShapeClass shape = classify(args);
+    for (const auto& [name, in_spec, in_args] :
+         {std::tuple<std::string_view, bool, bool>{"window", spec.window, shape.window},
+          {"softcap", spec.softcap, shape.softcap},
+          {"sinks", spec.sinks, shape.sinks}})
+        if (in_spec != in_args)
+            throw std::invalid_argument("spec " + to_string(spec) + (in_spec ? " has " : " lacks ") +
+                                        std::string(name) + ", which the arguments " +
+                                        (in_args ? "use" : "do not use"));
     if (const FamilyDescriptor& family = family_of(spec); family.refuses_shape)
-        if (auto reason = family.refuses_shape(spec, classify(args)); !reason.empty())
+        if (auto reason = family.refuses_shape(spec, shape); !reason.empty())
             throw std::invalid_argument("spec " + to_string(spec) + " cannot run these arguments: " + reason);
     state_->check_indices(args, stream);
     // Under the lock, which keeps the kernel loaded until it is launched.

@@ -69,6 +69,9 @@ std::string to_string(const KernelSpec& spec) {
     text += ",causal=" + std::string(to_string(spec.causal));
     if (spec.kv_layout != KvLayout::dense) text += ",kv=" + std::string(to_string(spec.kv_layout));
     if (spec.kv_layout == KvLayout::paged) text += ",page=" + std::to_string(spec.page_size);
+    if (spec.window) text += ",window=1";
+    if (spec.softcap) text += ",softcap=1";
+    if (spec.sinks) text += ",sinks=1";
     text += ",arch=" + spec.arch;
     return text;
 }
@@ -91,8 +94,8 @@ SpecFields read_spec_fields(std::string_view text) {
         if (!inserted) return fail(it->first + ": given twice");
     }
     for (const auto& [name, value] : fields) {
-        static constexpr std::string_view known[] = {"family", "d",      "dtype", "bq",   "bk",  "waves",
-                                                     "margin", "causal", "kv",    "page", "arch"};
+        static constexpr std::string_view known[] = {"family", "d",  "dtype", "bq",     "bk",      "waves", "margin",
+                                                     "causal", "kv", "page",  "window", "softcap", "sinks", "arch"};
         if (std::find(std::begin(known), std::end(known), name) == std::end(known))
             return fail(field_error(name, value, "unknown field"));
     }
@@ -129,6 +132,13 @@ SpecFields read_spec_fields(std::string_view text) {
         return fail(field_error("page", it->second, "expected an integer"));
     if (auto it = fields.find("margin"); it != fields.end() && !read_number(it->second, spec.rescale_margin))
         return fail(field_error("margin", it->second, "expected a number"));
+    for (auto [name, target] : {std::pair<std::string_view, bool*>{"window", &spec.window},
+                                {"softcap", &spec.softcap},
+                                {"sinks", &spec.sinks}})
+        if (auto it = fields.find(name); it != fields.end()) {
+            if (it->second != "0" && it->second != "1") return fail(field_error(name, it->second, "expected 0 or 1"));
+            *target = it->second == "1";
+        }
     return result;
 }
 

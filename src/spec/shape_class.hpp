@@ -24,6 +24,10 @@ struct ShapeClass {
     // Rows a decode tile needs for one KV head: query rows x query heads per KV head,
     // rounded up to a power of two; 0 when that passes decode_rows_max.
     int decode_rows = 0;
+    // The model features a call uses (KernelSpec's fields of the same names).
+    bool window = false;
+    bool softcap = false;
+    bool sinks = false;
 
     bool operator==(const ShapeClass&) const = default;
 };

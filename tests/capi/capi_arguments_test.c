@@ -121,6 +121,13 @@ MUTATION(ragged_without_cu_seqlens_k, make_paged(a); a->kv_layout = FAJIT_KV_RAG
          a->kv_lens = NULL; a->max_pages_per_seq = a->num_pages = a->page_size = 0)
 MUTATION(dense_with_block_table, a->block_table = (const int32_t*)(uintptr_t)0x700000)
 MUTATION(dense_with_total_q, a->total_q = 16)
+MUTATION(window_flag_unknown, a->use_window = 2)
+MUTATION(window_left_below_unbounded, a->use_window = 1; a->window_left = -2)
+MUTATION(window_right_below_unbounded, a->use_window = 1; a->window_right = -7)
+MUTATION(window_extents_without_window, a->window_left = 5)
+MUTATION(softcap_negative, a->softcap = -1.0f)
+MUTATION(softcap_nan, a->softcap = NAN)
+MUTATION(sinks_misaligned, a->sinks = (const float*)(uintptr_t)0x900002)
 MUTATION(struct_size_zero, a->struct_size = 0)
 MUTATION(struct_size_older, a->struct_size = sizeof(fajit_attention_args) - 8)
 
@@ -180,6 +187,13 @@ static const struct malformed_case cases[] = {
     {"ragged without key offsets", ragged_without_cu_seqlens_k, "sequences.cu_seqlens_k=null"},
     {"dense with a block table", dense_with_block_table, "sequences.block_table=0x700000: given"},
     {"dense with total_q", dense_with_total_q, "sequences.total_q=16: given"},
+    {"unknown use_window", window_flag_unknown, "use_window=2"},
+    {"window left extent below -1", window_left_below_unbounded, "window.left=-2"},
+    {"window right extent below -1", window_right_below_unbounded, "window.right=-7"},
+    {"window extents without use_window", window_extents_without_window, "window_left=5"},
+    {"negative softcap", softcap_negative, "softcap=-1"},
+    {"NaN softcap", softcap_nan, "softcap=nan"},
+    {"misaligned sinks", sinks_misaligned, "sinks=0x900002"},
     {"struct_size zero", struct_size_zero, "struct_size=0"},
     {"struct_size of an older header", struct_size_older, "struct_size="},
 };

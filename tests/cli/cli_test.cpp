@@ -204,13 +204,34 @@ TEST_CASE("warm expands presets, lists and ranges into valid variants") {
     SUBCASE("a preset on two archs skips the family gfx942 lacks") {
         const json plan = json_of(fa_jit(
             with_cache({"warm", "--preset", "gemma-2", "--arch", "gfx1151,gfx942", "--dry-run", "--json"}, cache)));
-        // scalar on both, wmma-gfx11 on gfx1151, each in f16/bf16 x no mask/bottom-right
-        CHECK(plan["total"] == 12);
+        // scalar on both, wmma-gfx11 on gfx1151, each in f16/bf16 x no mask/bottom-right, for
+        // the global and the windowed layers, all soft-capped.
+        CHECK(plan["total"] == 24);
+        int windowed = 0;
         for (const auto& spec : plan["variants"]) {
             const std::string text = spec;
             CHECK(text.find(",d=256,") != std::string::npos);
+            CHECK(text.find(",softcap=1,") != std::string::npos);
+            CHECK(text.find(",sinks=1") == std::string::npos);
+            windowed += text.find(",window=1,") != std::string::npos;
             CHECK_FALSE((text.find("wmma-gfx11") != std::string::npos && text.ends_with("gfx942")));
         }
+        CHECK(windowed == 12);
+    }
+    SUBCASE("features from flags and a preset's: gpt-oss has sinks everywhere and windowed layers") {
+        const json plan = json_of(fa_jit(with_cache({"warm", "--preset", "gpt-oss", "--arch", "sm_90a", "--dtype",
+                                                     "bf16", "--causal", "bottom-right", "-n", "--json"},
+                                                    cache)));
+        // wgmma-sm90 and the fallback, plain and windowed.
+        CHECK(plan["total"] == 4);
+        for (const auto& spec : plan["variants"]) CHECK(std::string(spec).find(",sinks=1,") != std::string::npos);
+        const json capped =
+            json_of(fa_jit(with_cache({"warm", "--head-dim", "128", "--family", "mma-sm80", "--arch", "sm_80",
+                                       "--dtype", "f16", "--causal", "none", "--softcap", "--window", "-n", "--json"},
+                                      cache)));
+        REQUIRE(capped["total"] == 2);
+        CHECK(std::string(capped["variants"][0]).find(",softcap=1,") != std::string::npos);
+        CHECK(std::string(capped["variants"][1]).find(",window=1,softcap=1,") != std::string::npos);
     }
     SUBCASE("a preset with decode and one page size: the dispatcher's variants for each shape, at most 24") {
         const json plan = json_of(fa_jit(with_cache({"warm", "--preset", "llama-3", "--arch", "gfx1151", "--decode",
@@ -262,6 +283,19 @@ TEST_CASE("warm expands presets, lists and ranges into valid variants") {
             fa_jit(with_cache({"warm", "--manifest", manifest.string(), "--arch", "gfx1151", "-n"}, cache));
         CHECK(bad.exit_code == exit_usage);
         CHECK(bad.err.find("variants[1]: d=13:") != std::string::npos);
+
+        std::ofstream(manifest) << R"({"variants": [{"head_dim": 64, "family": "scalar", "dtype": "f16",
+            "causal": "none", "sinks": true, "softcap": true, "window": true}]})";
+        const json featured = json_of(
+            fa_jit(with_cache({"warm", "--manifest", manifest.string(), "--arch", "gfx1151", "-n", "--json"}, cache)));
+        REQUIRE(featured["total"] == 2);
+        CHECK(featured["variants"][0].get<std::string>().ends_with(",causal=none,softcap=1,sinks=1,arch=gfx1151"));
+        CHECK(featured["variants"][1].get<std::string>().ends_with(",window=1,softcap=1,sinks=1,arch=gfx1151"));
+        std::ofstream(manifest) << R"({"variants": [{"head_dim": 64, "window": "yes"}]})";
+        const CliRun not_boolean =
+            fa_jit(with_cache({"warm", "--manifest", manifest.string(), "--arch", "gfx1151", "-n"}, cache));
+        CHECK(not_boolean.exit_code == exit_usage);
+        CHECK(not_boolean.err.find("window: expected true or false") != std::string::npos);
     }
 }
 

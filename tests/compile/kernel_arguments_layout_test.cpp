@@ -62,7 +62,11 @@ const std::vector<Field> host_fields = {FAJIT_HOST_FIELD(q),
                                         FAJIT_HOST_FIELD(total_q),
                                         FAJIT_HOST_FIELD(max_pages_per_seq),
                                         FAJIT_HOST_FIELD(num_pages),
-                                        FAJIT_HOST_FIELD(num_splits)};
+                                        FAJIT_HOST_FIELD(num_splits),
+                                        FAJIT_HOST_FIELD(sinks),
+                                        FAJIT_HOST_FIELD(window_left),
+                                        FAJIT_HOST_FIELD(window_right),
+                                        FAJIT_HOST_FIELD(softcap)};
 
 std::size_t round_up(std::size_t value, std::size_t alignment) {
     return (value + alignment - 1) / alignment * alignment;

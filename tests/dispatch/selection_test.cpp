@@ -221,10 +221,15 @@ TEST_CASE("query length classes and dispatch keys") {
         for (int d = 16; d <= 256; d += 8)
             for (DType dtype : {DType::f16, DType::bf16, DType::f32})
                 for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right})
-                    for (QueryLength length : {QueryLength::decode, QueryLength::small, QueryLength::large}) {
-                        keys.insert(dispatch_key(device, shape(d, dtype, length, causal)));
-                        ++inputs;
-                    }
+                    for (QueryLength length : {QueryLength::decode, QueryLength::small, QueryLength::large})
+                        for (int features = 0; features < 8; ++features) {
+                            ShapeClass one = shape(d, dtype, length, causal);
+                            one.window = features & 1;
+                            one.softcap = features & 2;
+                            one.sinks = features & 4;
+                            keys.insert(dispatch_key(device, one));
+                            ++inputs;
+                        }
     CHECK(keys.size() == static_cast<std::size_t>(inputs));
 }
 

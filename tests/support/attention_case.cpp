@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -79,13 +80,6 @@ std::vector<double> unpack(const CaseShape& shape, const std::vector<unsigned ch
     return values;
 }
 
-int visible_keys(CausalMode causal, int row, int len_q, int len_k) {
-    long long limit = len_k;
-    if (causal == CausalMode::top_left) limit = row + 1;
-    if (causal == CausalMode::bottom_right) limit = static_cast<long long>(len_k) - len_q + row + 1;
-    return static_cast<int>(std::clamp<long long>(limit, 0, len_k));
-}
-
 double max_abs(const std::vector<float>& values) {
     double largest = 0.0;
     for (float value : values) largest = std::max(largest, static_cast<double>(std::fabs(value)));
@@ -133,7 +127,8 @@ std::string CaseShape::describe() const {
     return "B=" + std::to_string(batch) + " Hq=" + std::to_string(heads_q) + " Hkv=" + std::to_string(heads_kv) +
            " Lq=" + std::to_string(len_q) + " Lk=" + std::to_string(len_k) + " D=" + std::to_string(head_dim) + " " +
            std::string(to_string(dtype)) + " causal=" + std::string(to_string(causal)) + " " +
-           layouts[static_cast<int>(layout)] + (with_lse ? " lse" : "");
+           layouts[static_cast<int>(layout)] + (with_lse ? " lse" : "") +
+           describe_features(window, softcap, !sinks.empty());
 }
 
 CaseInputs random_inputs(const CaseShape& shape, std::uint64_t seed) {
@@ -173,6 +168,33 @@ CaseShape ramp_shape() {
     return shape;
 }
 
+std::pair<int, int> reference_visible_keys(const CaseShape& shape, int row, int len_q, int len_k) {
+    // Key j is visible when no rule excludes it; the rules are half-planes in (row, j).
+    const long long diagonal = shape.causal == CausalMode::top_left ? row : static_cast<long long>(len_k) - len_q + row;
+    long long first = 0, last = len_k - 1;  // inclusive
+    if (shape.causal != CausalMode::none) last = std::min(last, diagonal);
+    if (shape.window) {
+        if (shape.window->left >= 0) first = std::max(first, diagonal - shape.window->left);
+        if (shape.window->right >= 0) last = std::min(last, diagonal + shape.window->right);
+    }
+    if (first > last) return {0, 0};
+    return {static_cast<int>(first), static_cast<int>(last + 1)};
+}
+
+std::string describe_features(const std::optional<SlidingWindow>& window, float softcap, bool sinks) {
+    char cap[32];
+    std::snprintf(cap, sizeof cap, " softcap=%g", softcap);
+    return (window ? " window=" + std::to_string(window->left) + "/" + std::to_string(window->right) : "") +
+           (softcap > 0.0f ? cap : "") + (sinks ? " sinks" : "");
+}
+
+KernelSpec with_features(KernelSpec spec, const CaseShape& shape) {
+    spec.window = shape.window.has_value();
+    spec.softcap = shape.softcap > 0.0f;
+    spec.sinks = !shape.sinks.empty();
+    return spec;
+}
+
 Outputs reference_attention(const CaseShape& shape, const CaseInputs& inputs) {
     Outputs out;
     out.o.assign(static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q * shape.head_dim, 0.0);
@@ -184,23 +206,26 @@ Outputs reference_attention(const CaseShape& shape, const CaseInputs& inputs) {
         for (int r = first; r < rows; r += step) {
             const int i = r % shape.len_q, h = (r / shape.len_q) % shape.heads_q, b = r / (shape.len_q * shape.heads_q);
             const int kv = h / group;
-            const int visible = visible_keys(shape.causal, i, shape.len_q, shape.len_k);
+            const auto [begin, end] = reference_visible_keys(shape, i, shape.len_q, shape.len_k);
             const std::size_t out_row = logical_index(shape.heads_q, shape.len_q, shape.head_dim, b, h, i, 0);
-            if (visible == 0) {
+            // A sink is one more logit in the denominator, with no value row; -inf adds nothing.
+            const bool sink = !shape.sinks.empty() && shape.sinks[static_cast<std::size_t>(h)] > -INFINITY;
+            double largest = sink ? shape.sinks[static_cast<std::size_t>(h)] : -std::numeric_limits<double>::infinity();
+            if (begin == end && !sink) {
                 out.lse[static_cast<std::size_t>(r)] = -std::numeric_limits<double>::infinity();
                 continue;
             }
-            double largest = -std::numeric_limits<double>::infinity();
-            for (int j = 0; j < visible; ++j) {
+            for (int j = begin; j < end; ++j) {
                 const std::size_t key_row = logical_index(shape.heads_kv, shape.len_k, shape.head_dim, b, kv, j, 0);
                 double dot = 0.0;
                 for (int d = 0; d < shape.head_dim; ++d)
                     dot += static_cast<double>(inputs.q[out_row + d]) * inputs.k[key_row + d];
                 scores[j] = dot * shape.scale;
+                if (shape.softcap > 0.0f) scores[j] = shape.softcap * std::tanh(scores[j] / shape.softcap);
                 largest = std::max(largest, scores[j]);
             }
-            double sum = 0.0;
-            for (int j = 0; j < visible; ++j) {
+            double sum = sink ? std::exp(shape.sinks[static_cast<std::size_t>(h)] - largest) : 0.0;
+            for (int j = begin; j < end; ++j) {
                 const double weight = std::exp(scores[j] - largest);
                 sum += weight;
                 const std::size_t value_row = logical_index(shape.heads_kv, shape.len_k, shape.head_dim, b, kv, j, 0);
@@ -255,6 +280,13 @@ DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShap
     args.scale = shape.scale;
     args.causal = shape.causal;
     args.debug_counters = count ? static_cast<unsigned long long*>(counters_device.get()) : nullptr;
+    args.window = shape.window;
+    args.softcap = shape.softcap;
+    DeviceBuffer sinks_device = device_buffer(std::max<std::size_t>(1, shape.sinks.size()) * sizeof(float));
+    if (!shape.sinks.empty()) {
+        sinks_device.upload(shape.sinks);
+        args.sinks = static_cast<const float*>(sinks_device.get());
+    }
     runtime.run(spec, args, nullptr);
     synchronize_test_device();
 

@@ -3,6 +3,7 @@
 // reference, a run through the library, and the comparison, with tolerances derived
 // from the element type.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct CaseShape {
     float scale = 0.125f;
     Layout layout = Layout::bhsd;
     bool with_lse = true;
+    // Model features, passed to the call as AttentionArgs holds them.
+    std::optional<SlidingWindow> window;
+    float softcap = 0.0f;
+    std::vector<float> sinks;  // [heads_q] logits; empty: none
 
     std::string describe() const;
 };
@@ -47,6 +52,16 @@ struct Outputs {
 };
 
 Outputs reference_attention(const CaseShape&, const CaseInputs&);
+
+// The keys [begin, end) query row `row` sees under the shape's causal mask and window,
+// written from the definition in fajit/attention.hpp rather than from the kernels.
+std::pair<int, int> reference_visible_keys(const CaseShape&, int row, int len_q, int len_k);
+
+// " window=L/R softcap=C sinks" for the features that are on.
+std::string describe_features(const std::optional<SlidingWindow>& window, float softcap, bool sinks);
+
+// The spec fields a shape's features need (KernelSpec::window, softcap, sinks).
+KernelSpec with_features(KernelSpec, const CaseShape&);
 
 struct DeviceRun {
     Outputs outputs;

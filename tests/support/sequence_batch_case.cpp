@@ -73,6 +73,9 @@ CaseShape BatchShape::sequence(int index) const {
     shape.causal = causal;
     shape.scale = scale;
     shape.with_lse = with_lse;
+    shape.window = window;
+    shape.softcap = softcap;
+    shape.sinks = sinks;
     return shape;
 }
 
@@ -85,7 +88,8 @@ std::string BatchShape::describe() const {
                                          : std::string()) +
            " seqs=" + lengths + " Hq=" + std::to_string(heads_q) + " Hkv=" + std::to_string(heads_kv) +
            " D=" + std::to_string(head_dim) + " " + std::string(to_string(dtype)) +
-           " causal=" + std::string(to_string(causal)) + (with_lse ? " lse" : "");
+           " causal=" + std::string(to_string(causal)) + (with_lse ? " lse" : "") +
+           describe_features(window, softcap, !sinks.empty());
 }
 
 std::vector<CaseInputs> random_batch_inputs(const BatchShape& shape, std::uint64_t seed) {
@@ -121,6 +125,8 @@ std::vector<Outputs> run_batch_on_device(Runtime& runtime, const KernelSpec* spe
     args.head_dim = d;
     args.scale = shape.scale;
     args.causal = shape.causal;
+    args.window = shape.window;
+    args.softcap = shape.softcap;
     args.q_strides = args.o_strides = {0, d, static_cast<std::int64_t>(hq) * d};
     args.sequences.total_q = total_q;
 
@@ -164,8 +170,11 @@ std::vector<Outputs> run_batch_on_device(Runtime& runtime, const KernelSpec* spe
                  lse_device = device_buffer(std::max(1, total_q) * static_cast<std::size_t>(hq) * sizeof(float)),
                  cu_q_device = device_buffer(bytes_for(cu_q)), cu_k_device = device_buffer(bytes_for(cu_k)),
                  table_device = device_buffer(bytes_for(pages.table)),
-                 lens_device = device_buffer(bytes_for(shape.len_k));
+                 lens_device = device_buffer(bytes_for(shape.len_k)),
+                 sinks_device = device_buffer(bytes_for(shape.sinks));
     upload_any(q_device, q);
+    upload_any(sinks_device, shape.sinks);
+    if (!shape.sinks.empty()) args.sinks = static_cast<const float*>(sinks_device.get());
     upload_any(k_device, k);
     upload_any(v_device, v);
     upload_any(cu_q_device, cu_q);

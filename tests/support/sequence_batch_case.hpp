@@ -23,6 +23,10 @@ struct BatchShape {
     int page_size = 16;        // paged only
     bool heads_first = false;  // paged: [pages, heads_kv, page_size, d] instead of [pages, page_size, heads_kv, d]
     bool with_lse = true;
+    // Model features, as CaseShape holds them.
+    std::optional<SlidingWindow> window;
+    float softcap = 0.0f;
+    std::vector<float> sinks;
 
     int batch() const { return static_cast<int>(len_q.size()); }
     // The one-sequence dense shape whose reference sequence `index` must match.

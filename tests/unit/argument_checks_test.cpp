@@ -112,6 +112,18 @@ TEST_CASE("each malformed batched argument is named with its value") {
 
 TEST_CASE("valid arguments pass") { CHECK(check_arguments(valid_args()) == ""); }
 
+TEST_CASE("every model feature's valid values pass") {
+    alignas(16) static float sinks[8];
+    for (const SlidingWindow window : {SlidingWindow{-1, -1}, SlidingWindow{0, 0}, SlidingWindow{4095, 0},
+                                       SlidingWindow{-1, 3}, SlidingWindow{100000, 100000}}) {
+        AttentionArgs args = valid_args();
+        args.window = window;
+        args.softcap = 50.0f;
+        args.sinks = sinks;
+        CHECK(check_arguments(args) == "");
+    }
+}
+
 TEST_CASE("each malformed argument is named with its value") {
     const std::pair<std::function<void(AttentionArgs&)>, const char*> cases[] = {
         {[](AttentionArgs& a) { a.q = nullptr; }, "q=null"},
@@ -132,6 +144,18 @@ TEST_CASE("each malformed argument is named with its value") {
         {[](AttentionArgs& a) { a.scale = std::numeric_limits<float>::infinity(); }, "scale=inf"},
         {[](AttentionArgs& a) { a.scale = std::nanf(""); }, "scale=nan"},
         {[](AttentionArgs& a) { a.device = -1; }, "device=-1"},
+        {[](AttentionArgs& a) { a.device = 70000; }, "device=70000"},
+        {[](AttentionArgs& a) {
+             a.window = SlidingWindow{-2, 0};
+         },
+         "window.left=-2"},
+        {[](AttentionArgs& a) {
+             a.window = SlidingWindow{4, -9};
+         },
+         "window.right=-9"},
+        {[](AttentionArgs& a) { a.softcap = -0.5f; }, "softcap=-0.5"},
+        {[](AttentionArgs& a) { a.softcap = std::numeric_limits<float>::infinity(); }, "softcap=inf"},
+        {[](AttentionArgs& a) { a.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x1002}); }, "sinks=0x1002"},
         {[](AttentionArgs& a) { a.q_strides.head = -64; }, "q_strides.head=-64"},
         {[](AttentionArgs& a) { a.o_strides.sequence = 32; }, "o_strides.sequence=32"},
         {[](AttentionArgs& a) { a.k_strides.batch = std::numeric_limits<std::int64_t>::max(); }, "k_strides="},

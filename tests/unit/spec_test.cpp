@@ -36,6 +36,29 @@ TEST_CASE("batched layouts read and print kv and page; dense specs print neither
     CHECK(to_string(*dense.spec).find("kv=") == std::string::npos);
 }
 
+TEST_CASE("model features read and print only when on, each its own kernel") {
+    const char* text =
+        "family=mma-sm80,d=256,dtype=bf16,bq=64,bk=32,waves=4,margin=10,causal=bottom-right,window=1,softcap=1,"
+        "sinks=1,arch=sm_90a";
+    const auto parsed = parse_spec(text);
+    REQUIRE_MESSAGE(parsed.spec, parsed.error);
+    CHECK(parsed.spec->window);
+    CHECK(parsed.spec->softcap);
+    CHECK(parsed.spec->sinks);
+    CHECK(to_string(*parsed.spec) == text);
+    const auto off = parse_spec("family=scalar,d=64,dtype=f16,window=0,softcap=0,sinks=0,arch=sm_90a");
+    REQUIRE(off.spec);
+    CHECK_FALSE(off.spec->window);
+    CHECK(to_string(*off.spec).find("window") == std::string::npos);
+    KernelSpec one = *off.spec;
+    for (bool KernelSpec::*feature : {&KernelSpec::window, &KernelSpec::softcap, &KernelSpec::sinks}) {
+        KernelSpec with = one;
+        with.*feature = true;
+        CHECK(to_string(with) != to_string(one));
+        CHECK(parse_spec(to_string(with)).spec == with);
+    }
+}
+
 TEST_CASE("parse accepts any field order and fills tile defaults") {
     const auto parsed = parse_spec("arch=sm_80,dtype=bf16,d=64,family=scalar");
     REQUIRE_MESSAGE(parsed.spec, parsed.error);
@@ -72,6 +95,9 @@ TEST_CASE("invalid specs name the offending field and value") {
         {"family=scalar,d=sixty,dtype=f16,arch=gfx1151", "d=sixty"},
         {"family=scalar,d=64,dtype=f16,colour=red,arch=gfx1151", "colour=red"},
         {"family=scalar,d=64,d=64,dtype=f16,arch=gfx1151", "d: given twice"},
+        {"family=scalar,d=64,dtype=f16,window=yes,arch=gfx1151", "window=yes: expected 0 or 1"},
+        {"family=scalar,d=64,dtype=f16,softcap=50,arch=gfx1151", "softcap=50: expected 0 or 1"},
+        {"family=scalar,d=64,dtype=f16,sinks=2,arch=gfx1151", "sinks=2"},
         {"family=scalar,dtype=f16,arch=gfx1151", "d: missing"},
         {"family=wmma-gfx11,d=128,dtype=f16,bq=48,arch=gfx1151", "bq=48"},
         {"family=scalar,d=64,dtype=f16,kv=sparse,arch=gfx1151", "kv=sparse"},

@@ -68,9 +68,13 @@ std::vector<KernelSpec> specs_from_sweep(const json& sweep, const std::vector<st
         else if (field == "page_size")
             for (const json& item : value.is_array() ? value : json::array({value}))
                 request.page_sizes.push_back(number_value<int>(item, field));
-        else if (field == "decode") {
+        else if (field == "decode" || field == "window" || field == "softcap" || field == "sinks") {
             if (!value.is_boolean()) throw UsageError(field + ": expected true or false");
-            request.decode = value.get<bool>();
+            bool& flag = field == "decode"    ? request.decode
+                         : field == "window"  ? request.window
+                         : field == "softcap" ? request.softcap
+                                              : request.sinks;
+            flag = value.get<bool>();
         } else if (field == "gqa_group")
             request.gqa_group = number_value<int>(value, field);
         else if (field == "margin")
@@ -84,7 +88,7 @@ std::vector<KernelSpec> specs_from_sweep(const json& sweep, const std::vector<st
         else
             throw UsageError(field +
                              ": unknown field (known: arch, preset, family, head_dim, dtype, causal, page_size, "
-                             "decode, gqa_group, margin, block_q, block_k, waves)");
+                             "decode, gqa_group, window, softcap, sinks, margin, block_q, block_k, waves)");
     }
     return expand_sweep(request);
 }

@@ -156,6 +156,20 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
         decode.decode_rows = classify_decode_rows(1, group, 1);
         shapes.push_back(decode);
     }
+    const bool softcap = request.softcap || (preset && preset->softcap);
+    const bool sinks = request.sinks || (preset && preset->sinks);
+    for (ShapeClass& shape : shapes) {
+        shape.softcap = softcap;
+        shape.sinks = sinks;
+    }
+    if (request.window || (preset && preset->window_layers)) {
+        const std::size_t plain = shapes.size();
+        for (std::size_t i = 0; i < plain; ++i) {
+            ShapeClass windowed = shapes[i];
+            windowed.window = true;
+            shapes.push_back(windowed);
+        }
+    }
 
     // Without --family, a shape gets the family the dispatcher would run for it on that
     // arch, and for prefill the fallback; not every family that compiles there (an

@@ -19,11 +19,16 @@ struct SweepRequest {
     std::string preset;                 // supplies the head dim when head_dims is empty
     std::vector<std::string> families;  // empty: every family valid for each arch
     std::vector<std::string> head_dims;
-    std::vector<std::string> dtypes;             // empty: f16 and bf16
-    std::vector<std::string> causal_modes;       // empty: none and bottom-right
-    std::vector<int> page_sizes;                 // each adds paged K/V; dense always
-    bool decode = false;                         // adds one-token decode shapes to prefill
-    std::optional<int> gqa_group;                // for decode; empty: the preset's, else 1
+    std::vector<std::string> dtypes;        // empty: f16 and bf16
+    std::vector<std::string> causal_modes;  // empty: none and bottom-right
+    std::vector<int> page_sizes;            // each adds paged K/V; dense always
+    bool decode = false;                    // adds one-token decode shapes to prefill
+    std::optional<int> gqa_group;           // for decode; empty: the preset's, else 1
+    // Model features, on top of the preset's: window adds windowed variants beside the
+    // plain ones; softcap and sinks make every variant take them.
+    bool window = false;
+    bool softcap = false;
+    bool sinks = false;
     std::optional<float> margin;                 // empty: default_warm_margin
     std::optional<int> block_q, block_k, waves;  // empty: the family's defaults
 };

@@ -43,15 +43,25 @@ int list_presets(bool json) {
             list.push_back({{"name", preset.name},
                             {"head_dim", preset.head_dim},
                             {"gqa_group", preset.gqa_group},
+                            {"window_layers", preset.window_layers},
+                            {"softcap", preset.softcap},
+                            {"sinks", preset.sinks},
                             {"models", preset.models}});
         std::cout << list.dump(2) << "\n";
         return exit_success;
     }
-    TextTable table({TextTable::Align::left, TextTable::Align::right, TextTable::Align::right, TextTable::Align::left});
-    table.add_row({"PRESET", "HEAD DIM", "GQA GROUP", "MODELS"});
-    for (const Preset& preset : presets())
+    TextTable table({TextTable::Align::left, TextTable::Align::right, TextTable::Align::right, TextTable::Align::left,
+                     TextTable::Align::left});
+    table.add_row({"PRESET", "HEAD DIM", "GQA GROUP", "FEATURES", "MODELS"});
+    for (const Preset& preset : presets()) {
+        std::string features;
+        for (const auto& [on, name] : {std::pair<bool, const char*>{preset.window_layers, "window layers"},
+                                       {preset.softcap, "softcap"},
+                                       {preset.sinks, "sinks"}})
+            if (on) features += (features.empty() ? "" : ", ") + std::string(name);
         table.add_row({std::string(preset.name), std::to_string(preset.head_dim), std::to_string(preset.gqa_group),
-                       std::string(preset.models)});
+                       features.empty() ? "-" : features, std::string(preset.models)});
+    }
     table.print(std::cout);
     return exit_success;
 }
@@ -153,7 +163,9 @@ Command add_warm_command(CLI::App& app) {
     warm->footer(
         "Variants: every combination of --arch x --family x --head-dim x --dtype x --causal x K/V layout\n"
         "(dense, and paged for each --page-size) x query shape (prefill, and with --decode one decode token\n"
-        "per sequence), with the tile options applied; combinations a family does not support on an arch\n"
+        "per sequence) x model features (plain, and windowed with --window; --softcap and --sinks apply to\n"
+        "all; a --preset adds its model's), with the tile options applied; combinations a family does not\n"
+        "support on an arch\n"
         "are skipped (-vv shows them). The fallback is warmed for prefill shapes only.\n"
         "A --manifest adds the variants it lists (format: tools/cli/MANIFEST.md).\n"
         "Exit status: 0 all variants cached, 1 bad arguments, 2 some variant failed to compile or is not\n"
@@ -182,6 +194,9 @@ Command add_warm_command(CLI::App& app) {
                    "also decode shapes: one query row per sequence, its GQA group's heads in one tile");
     warm->add_option("--gqa-group", sweep.gqa_group,
                      "query heads per KV head, for --decode (default: the preset's, else 1)");
+    warm->add_flag("--window", sweep.window, "also sliding-window variants (default: the preset's)");
+    warm->add_flag("--softcap", sweep.softcap, "every variant with a logit soft-cap (default: the preset's)");
+    warm->add_flag("--sinks", sweep.sinks, "every variant with attention sinks (default: the preset's)");
     warm->add_option("--margin", sweep.margin, "rescale margin (default: 10, what the runtime selects)");
     warm->add_option("--block-q", sweep.block_q, "query rows per block (default: the family's)");
     warm->add_option("--block-k", sweep.block_k, "keys per block step (default: the family's)");

@@ -11,6 +11,9 @@ attention_varlen: FlashAttention's varlen form; q [total_q, heads_q, d], k, v [t
 int32 cumulative offsets. attention_paged: q packed as for varlen; k_cache, v_cache [num_pages,
 page_size, heads_kv, d] (heads_first=True: [num_pages, heads_kv, page_size, d]), an int32 block
 table [batch, max_pages_per_seq] and int32 kv_lens [batch]. Causal is per sequence.
+Every call also takes the model features: window=(left, right) keys around each row's diagonal
+key (-1: unbounded), softcap=c for c * tanh(s / c) (0: none), and sinks, a float32 [heads_q]
+tensor of sink logits (None: none); fajit.h says what each means.
 The kernel runs on the current CUDA stream of the tensors' device.
 """
 import ctypes
@@ -68,6 +71,11 @@ class _AttentionArgs(ctypes.Structure):
         ("max_pages_per_seq", ctypes.c_int32),
         ("num_pages", ctypes.c_int32),
         ("page_size", ctypes.c_int32),
+        ("use_window", ctypes.c_int32),
+        ("window_left", ctypes.c_int32),
+        ("window_right", ctypes.c_int32),
+        ("softcap", ctypes.c_float),
+        ("sinks", ctypes.c_void_p),
     ]
 
 
@@ -192,7 +200,7 @@ class Runtime:
         return args
 
     def attention_varlen(self, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal="none",
-                         scale=None, out=None, lse=None):
+                         scale=None, out=None, lse=None, window=None, softcap=0.0, sinks=None):
         """q [total_q, heads_q, d]; k, v [total_k, heads_kv, d]; int32 cumulative offsets [batch + 1]."""
         out = torch.empty_like(q) if out is None else out
         args = self._packed_args(q, k, v, out, lse, causal, scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k)
@@ -205,11 +213,12 @@ class Runtime:
         args.v_strides = _Strides(0, v.stride(1), v.stride(0))
         args.cu_seqlens_k = cu_seqlens_k.data_ptr()
         args.total_k = k.shape[0]
-        self._launch(args, q)
+        self._launch(self._set_features(args, q, window, softcap, sinks), q)
         return out
 
     def attention_paged(self, q, k_cache, v_cache, cu_seqlens_q, block_table, kv_lens, max_seqlen_q, causal="none",
-                        scale=None, out=None, lse=None, heads_first=False, max_seqlen_k=None):
+                        scale=None, out=None, lse=None, heads_first=False, max_seqlen_k=None, window=None, softcap=0.0,
+                        sinks=None):
         """q [total_q, heads_q, d]; caches [pages, page_size, heads_kv, d] (heads_first: heads before slots)."""
         out = torch.empty_like(q) if out is None else out
         slot, head = (2, 1) if heads_first else (1, 2)
@@ -227,23 +236,37 @@ class Runtime:
         args.v_strides = _Strides(v_cache.stride(0), v_cache.stride(head), v_cache.stride(slot))
         args.block_table, args.kv_lens = block_table.data_ptr(), kv_lens.data_ptr()
         args.max_pages_per_seq, args.num_pages, args.page_size = max_pages, k_cache.shape[0], page_size
-        self._launch(args, q)
+        self._launch(self._set_features(args, q, window, softcap, sinks), q)
         return out
+
+    @staticmethod
+    def _set_features(args, q, window, softcap, sinks):
+        if window is not None:
+            left, right = window
+            args.use_window, args.window_left, args.window_right = 1, int(left), int(right)
+        args.softcap = float(softcap)
+        if sinks is not None:
+            if sinks.dtype != torch.float32 or not sinks.is_contiguous() or sinks.shape != (args.heads_q,):
+                raise ValueError(f"sinks must be a contiguous float32 tensor [heads_q] = [{args.heads_q}]")
+            if sinks.device != q.device:
+                raise ValueError("sinks must be on q's device")
+            args.sinks = sinks.data_ptr()
+        return args
 
     def _launch(self, args, q):
         stream = torch.cuda.current_stream(q.device).cuda_stream
         self._check(self._lib.fajit_attention(self._handle, ctypes.byref(args), ctypes.c_void_p(stream)))
 
-    def attention(self, q, k, v, causal="none", scale=None, out=None, lse=None):
+    def attention(self, q, k, v, causal="none", scale=None, out=None, lse=None, window=None, softcap=0.0, sinks=None):
         """Returns out (allocated like q when not given); lse, when given, is filled too."""
         if out is None:
             out = torch.empty_like(q)
-        self._launch(self._args(q, k, v, out, lse, causal, scale), q)
+        self._launch(self._set_features(self._args(q, k, v, out, lse, causal, scale), q, window, softcap, sinks), q)
         return out
 
-    def selected_variant(self, q, k, v, causal="none", scale=None):
+    def selected_variant(self, q, k, v, causal="none", scale=None, window=None, softcap=0.0, sinks=None):
         """The canonical spec fa-jit runs for these tensors (after any fallback)."""
-        args = self._args(q, k, v, q, None, causal, scale)
+        args = self._set_features(self._args(q, k, v, q, None, causal, scale), q, window, softcap, sinks)
         buffer = ctypes.create_string_buffer(512)
         self._check(self._lib.fajit_selected_variant(self._handle, ctypes.byref(args), buffer, len(buffer)))
         return buffer.value.decode()

@@ -75,6 +75,11 @@ pub struct fajit_attention_args {
     pub max_pages_per_seq: i32,
     pub num_pages: i32,
     pub page_size: i32,
+    pub use_window: i32,
+    pub window_left: i32,
+    pub window_right: i32,
+    pub softcap: f32,
+    pub sinks: *const f32,
 }
 unsafe extern "C" {
     pub fn fajit_version() -> *const ::std::os::raw::c_char;

@@ -330,6 +330,30 @@ impl Attention {
         self.raw.device = device;
         self
     }
+
+    /// A sliding window: query row i sees the keys from `left` before its diagonal key to
+    /// `right` after it (-1 leaves a side unbounded), within the causal mask. The diagonal
+    /// key is i + len_k - len_q, or i under [`Causal::TopLeft`]. Mistral's window of W
+    /// keys is `window(W - 1, 0)` with a causal mask.
+    pub fn window(mut self, left: i32, right: i32) -> Self {
+        self.raw.use_window = 1;
+        self.raw.window_left = left;
+        self.raw.window_right = right;
+        self
+    }
+
+    /// A logit soft-cap c > 0: each scaled score s becomes c tanh(s / c) (Gemma 2).
+    pub fn softcap(mut self, cap: f32) -> Self {
+        self.raw.softcap = cap;
+        self
+    }
+
+    /// Attention sinks: a device address of [heads_q] f32 logits whose exp joins each row's
+    /// softmax denominator, and its LSE (gpt-oss).
+    pub fn sinks(mut self, address: u64) -> Self {
+        self.raw.sinks = address as *const f32;
+        self
+    }
 }
 
 /// One fa-jit runtime: its caches, compilers and loaded kernels. Shared by any number of

@@ -204,6 +204,19 @@ fn cases() -> Vec<(&'static str, Attention, &'static str)> {
             "sequences.block_table=0x700002",
         ),
         (
+            "window left extent below -1",
+            valid().window(-2, 0),
+            "window.left=-2",
+        ),
+        (
+            "window right extent below -1",
+            valid().window(0, -7),
+            "window.right=-7",
+        ),
+        ("negative softcap", valid().softcap(-1.0), "softcap=-1"),
+        ("NaN softcap", valid().softcap(f32::NAN), "softcap=nan"),
+        ("misaligned sinks", valid().sinks(0x900002), "sinks=0x900002"),
+        (
             "ragged without key offsets",
             with_tensors(Attention::ragged(
                 DType::F16,
