@@ -49,7 +49,7 @@ FAJIT_DEVICE void fa_decode_score_key(const typename Spec::element* key_row, boo
 }
 
 template <class Spec>
-__global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(fa_params p) {
+__global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(fa_params p) {
     using element = typename Spec::element;
     constexpr int lanes = FAJIT_WAVE_SIZE;
     constexpr int rows = Spec::block_q;
@@ -94,19 +94,21 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(
     if (threadIdx.x < rows) block_sum[threadIdx.x] = 0.0f;
     __syncthreads();
 
-    fa_key_range visible[rows];  // keys each row may see (none for idle rows)
+    fa_key_range visible[rows];  // keys of the split each row may see (none for idle rows)
     float frame[rows], lane_sum[rows], out[rows][dims_per_lane];
 #pragma unroll
     for (int r = 0; r < rows; ++r) {
         visible[r] = r < packed_rows
                          ? fa_visible_range<Spec>(p, fa_packed_query_row(group, r), sequence.len_q, sequence.len_k)
                          : fa_key_range{0, 0};
+        visible[r].end = min(visible[r].end, split_end);  // one compare a key, not two
         frame[r] = fa_neg_inf();
         lane_sum[r] = 0.0f;
 #pragma unroll
         for (int c = 0; c < dims_per_lane; ++c) out[r][c] = 0.0f;
     }
     const bool k_vector = fa_decode_vector_ok(p.k, p.k_stride);
+    const fa_soft_cap cap = fa_soft_cap_of(p);
 
     // Loops over keys stay rolled: unrolled, the compiler hoists whole steps' loads and
     // spills (gfx11, bf16: 256 VGPRs and 113 spilled at d=72).
@@ -124,14 +126,13 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(
             fa_decode_score_key<Spec, rows>(k + fa_key_offset<Spec>(p, p.k_stride, sequence, kv_head, key), k_vector,
                                             query, score);
         if constexpr (Spec::softcap) {
-            const fa_soft_cap cap = fa_soft_cap_of(p);
 #pragma unroll
             for (int r = 0; r < rows; ++r) score[r] = fa_capped(cap, score[r]);
         }
         float weight[rows];
 #pragma unroll
         for (int r = 0; r < rows; ++r) {
-            const float s = fa_key_visible(visible[r], key) && key < split_end ? score[r] : fa_neg_inf();
+            const float s = fa_key_visible<Spec>(visible[r], key) ? score[r] : fa_neg_inf();
             const float step_max = fa_wave_max(s);
             // Deferred rescale: the wave takes each row's decision; lane 0 reports it.
             float correction;

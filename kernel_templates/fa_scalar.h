@@ -8,7 +8,7 @@
 // accumulates its own slice of the output's head dims.
 
 template <class Spec>
-__global__ void __launch_bounds__(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa_params p) {
+__global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa_params p) {
     using element = typename Spec::element;
     constexpr int lanes = FAJIT_WAVE_SIZE;
     constexpr int head_dim = Spec::head_dim;

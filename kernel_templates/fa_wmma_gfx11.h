@@ -273,7 +273,7 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
 #pragma unroll
                 for (int i = 0; i < 8; ++i) {
                     const int key = key0 + 16 * t + 2 * i + half;
-                    const float s = fa_key_visible(row_keys, key) ? scores[t].x[i] * scale_here : fa_neg_inf();
+                    const float s = fa_key_visible<Spec>(row_keys, key) ? scores[t].x[i] * scale_here : fa_neg_inf();
                     scores[t].x[i] = s;
                     step_max = fmaxf(step_max, s);
                 }

@@ -17,6 +17,17 @@
 
 #define FAJIT_DEVICE __device__ __forceinline__
 
+// Launch bounds of the portable kernels: at most `threads` a block. On NVIDIA with a
+// minimum of one block per multiprocessor too: given the thread count alone, ptxas held
+// fa_scalar to 40 registers and spilled (sm_90a, window and soft-cap), and with the minimum
+// it took the 64 it needed. HIP reads a second argument as waves per execution unit, so
+// AMD gets the thread count only.
+#if FAJIT_NVIDIA
+#define FAJIT_PORTABLE_BOUNDS(threads) __launch_bounds__(threads, 1)
+#else
+#define FAJIT_PORTABLE_BOUNDS(threads) __launch_bounds__(threads)
+#endif
+
 // ---- kernel arguments -------------------------------------------------------
 // Mirrors src/runtime/kernel_arguments.hpp field for field; both sides assert the
 // size so a change to one that misses the other fails to compile.
@@ -128,18 +139,31 @@ FAJIT_DEVICE float fa_fast_reciprocal(float x) {
 // ---- scores ---------------------------------------------------------------------
 // A soft-cap (Spec::softcap) bends each scaled score s to c tanh(s / c). Scores are in
 // log2 units here, so it is applied as c' tanh(s' / c') with c' = c log2 e, which is
-// the same number. tanh comes from one exp2 and one reciprocal, accurate to about
-// 1e-7 absolute; NVIDIA's tanh.approx, at a relative 2^-11, moved a capped score of 50
-// by 0.02, a 2% change of its probability.
+// the same number. The kernels that take soft-caps are bound by the special-function
+// unit that also computes their exp2, so tanh costs what it asks of that unit:
+//   NVIDIA  tanh.approx (sm_75 on), one operation, relative error at most 2^-10.987 (PTX ISA): a
+//           capped score moves by at most c 2^-10.987, which the tests allow for.
+//           tanh from exp2 and a reciprocal (as on AMD), accurate to 1e-7, cost 1.70x
+//           the plain kernel at the seed shape against 1.00x (H200, wgmma-sm90, bf16).
+//   AMD     1 - 2 / (1 + exp2(2x log2 e)), accurate to about 1e-7: no tanh instruction
+//           (nor on NVIDIA before sm_75).
 struct fa_soft_cap {
     float cap_log2;
     float inverse;  // 1 / cap_log2
 };
 FAJIT_DEVICE fa_soft_cap fa_soft_cap_of(const fa_params& p) {
     const float cap_log2 = p.softcap * FAJIT_LOG2E;
-    return {cap_log2, 1.0f / cap_log2};
+    return {cap_log2, fa_fast_reciprocal(cap_log2)};  // not 1 / x: see fa_row_normalizer
 }
-FAJIT_DEVICE float fa_tanh(float x) { return 1.0f - 2.0f * fa_fast_reciprocal(1.0f + fa_exp2(2.0f * FAJIT_LOG2E * x)); }
+FAJIT_DEVICE float fa_tanh(float x) {
+#if FAJIT_NVIDIA && __CUDA_ARCH__ >= 750
+    float result;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(result) : "f"(x));
+    return result;
+#else
+    return 1.0f - 2.0f * fa_fast_reciprocal(1.0f + fa_exp2(2.0f * FAJIT_LOG2E * x));
+#endif
+}
 FAJIT_DEVICE float fa_capped(const fa_soft_cap& cap, float score_log2) {
     return cap.cap_log2 * fa_tanh(score_log2 * cap.inverse);
 }
@@ -160,7 +184,10 @@ FAJIT_DEVICE float fa_row_normalizer(const fa_params& p, int head, float frame, 
         const float kept = sum > 0.0f ? fa_exp2(frame - top) : 0.0f;
         const float total = sum * kept + fa_exp2(sink - top);
         lse = (top + fa_log2(total)) * FAJIT_LN2;
-        return kept / total;
+        // total >= 1 (its largest term is exp2(0)), where the hardware reciprocal is good to
+        // an ulp; NVIDIA's correctly rounded one calls a subroutine, whose saved registers
+        // spilled (ptxas, scalar with every feature).
+        return kept * fa_fast_reciprocal(total);
     } else {
         // A row that sees no key (Lq > Lk under bottom-right) outputs zeros, not NaN.
         lse = sum > 0.0f ? (frame + fa_log2(sum)) * FAJIT_LN2 : fa_neg_inf();
@@ -225,17 +252,22 @@ template <class Spec>
 FAJIT_DEVICE fa_key_range fa_visible_range(const fa_params& p, int row, int len_q, int len_k) {
     const long long diagonal = Spec::causal == FA_CAUSAL_TOP_LEFT ? row : static_cast<long long>(len_k) - len_q + row;
     long long end = Spec::causal == FA_CAUSAL_NONE ? len_k : diagonal + 1;
-    long long begin = 0;
-    if constexpr (Spec::window) {
+    if constexpr (Spec::window)
         if (p.window_right >= 0 && diagonal + p.window_right + 1 < end) end = diagonal + p.window_right + 1;
-        if (p.window_left >= 0) begin = diagonal - p.window_left;
-    }
     end = end < 0 ? 0 : (end > len_k ? len_k : end);
+    // Without a window, begin is the constant 0: kernels short of registers keep no copy.
+    if constexpr (!Spec::window) return {0, static_cast<int>(end)};
+    long long begin = p.window_left >= 0 ? diagonal - p.window_left : 0;
     begin = begin < 0 ? 0 : (begin > end ? end : begin);
     return {static_cast<int>(begin), static_cast<int>(end)};
 }
 
-FAJIT_DEVICE bool fa_key_visible(const fa_key_range& range, int key) { return key >= range.begin && key < range.end; }
+// A range's begin is tested only under a window: without one it is 0, which a compiler
+// cannot prove a key index to pass without a compare per key.
+template <class Spec>
+FAJIT_DEVICE bool fa_key_visible(const fa_key_range& range, int key) {
+    return (!Spec::window || key >= range.begin) && key < range.end;
+}
 
 // The blocks of block_k keys that some row of [row0, row0 + rows) sees: `count` blocks
 // from block `first`; and the keys [unmasked.begin, unmasked.end) that every row sees,

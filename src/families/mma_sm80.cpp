@@ -53,7 +53,11 @@ SharedLayout shared_layout(const KernelSpec& spec) {
 // and up to 128 with 32-key steps).
 Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
     const int padded = padded_head_dim(shape.head_dim);
-    const Tile narrow = {padded > 128 ? 64 : 128, padded > 96 ? 32 : 64, 4};
+    // A window's second mask edge or a soft-cap's per-score tanh adds registers: with two
+    // 16-row tiles per warp past head dim 96 they spilled (sm_80, d=128: 36 to 48 bytes),
+    // so those kernels keep one tile per warp.
+    const bool featured = shape.window || shape.softcap;
+    const Tile narrow = {padded > 128 || (featured && padded > 96) ? 64 : 128, padded > 96 ? 32 : 64, 4};
     if (padded < 128) return narrow;
     const Tile wide = {128, padded > 128 ? 64 : 128, 8};
     KernelSpec spec;

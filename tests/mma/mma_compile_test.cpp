@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,31 +27,6 @@ using namespace fajit::testing;
 
 namespace {
 
-struct PtxasReport {
-    bool ok = false;
-    int registers = -1;
-    int spill_stores = -1;
-    int spill_loads = -1;
-    std::string log;
-};
-
-// ptxas -v prints "Used N registers" and "S bytes spill stores, L bytes spill loads"
-// for the kernel (the only function in the program).
-PtxasReport compile_verbose(const KernelSpec& spec, const Backend& backend) {
-    const CompileResult result = compile_directly(spec, backend, {"--ptxas-options=-v"});
-    PtxasReport report;
-    report.ok = result.ok;
-    report.log = result.log;
-    std::smatch match;
-    if (std::regex_search(result.log, match, std::regex(R"(Used (\d+) registers)")))
-        report.registers = std::stoi(match[1]);
-    if (std::regex_search(result.log, match, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)"))) {
-        report.spill_stores = std::stoi(match[1]);
-        report.spill_loads = std::stoi(match[2]);
-    }
-    return report;
-}
-
 // Compiles every spec on a few threads (each NVRTC program is independent) and checks
 // each compiled without spills, printing the register counts.
 void check_no_spills(const std::vector<KernelSpec>& specs, const Backend& backend) {
@@ -67,7 +41,7 @@ void check_no_spills(const std::vector<KernelSpec>& specs, const Backend& backen
                 if (next == specs.size()) return;
                 index = next++;
             }
-            reports[index] = compile_verbose(specs[index], backend);
+            reports[index] = compile_with_ptxas_report(specs[index], backend);
         }
     };
     const unsigned threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));

@@ -82,6 +82,9 @@ double unit_roundoff(DType);
 // Largest |output - reference| the element type allows; see the derivation in the .cpp.
 double output_tolerance(const CaseShape&, const CaseInputs&, double extra_relative = 0.0);
 
+// How far a kernel's soft-capped score may be from the exact one (natural-log units).
+double softcap_score_error(const CaseShape&);
+
 struct Comparison {
     double max_error = 0.0;
     double max_lse_error = 0.0;

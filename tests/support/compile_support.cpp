@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <regex>
 
 #include "codegen/emitter.hpp"
 
@@ -30,6 +31,21 @@ CompileResult compile_directly(const KernelSpec& spec, const Backend& backend, s
     request.options = std::move(options);
     request.arch = spec.arch;
     return backend.compile(request);
+}
+
+PtxasReport compile_with_ptxas_report(const KernelSpec& spec, const Backend& backend) {
+    const CompileResult result = compile_directly(spec, backend, {"--ptxas-options=-v"});
+    PtxasReport report;
+    report.ok = result.ok;
+    report.log = result.log;
+    std::smatch match;
+    if (std::regex_search(result.log, match, std::regex(R"(Used (\d+) registers)")))
+        report.registers = std::stoi(match[1]);
+    if (std::regex_search(result.log, match, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)"))) {
+        report.spill_stores = std::stoi(match[1]);
+        report.spill_loads = std::stoi(match[2]);
+    }
+    return report;
 }
 
 }  // namespace fajit::testing

@@ -14,4 +14,15 @@ const Backend* compiler_for(const std::string& arch);
 
 CompileResult compile_directly(const KernelSpec&, const Backend&, std::vector<std::string> options = {});
 
+// An NVRTC compile with ptxas -v, and what ptxas said of the kernel (the only function in
+// the program): "Used N registers" and "S bytes spill stores, L bytes spill loads".
+struct PtxasReport {
+    bool ok = false;
+    int registers = -1;
+    int spill_stores = -1;
+    int spill_loads = -1;
+    std::string log;
+};
+PtxasReport compile_with_ptxas_report(const KernelSpec&, const Backend&);
+
 }  // namespace fajit::testing

@@ -1,0 +1,133 @@
+// The model features (sliding window, soft-cap, sinks) compile in every family for every
+// arch it serves (gfx1151, gfx942, sm_80, sm_90a), in f16 and bf16, at the dispatcher's
+// tiles, and spill nothing: AMD code objects are read for spills and scratch, NVIDIA ones
+// through ptxas -v. A covering sample: all three features at once (the most registers) at
+// head dims at the edges and the middle, and each feature alone at D=128; with
+// FAJIT_TEST_EXHAUSTIVE=1 every feature set at every head dim the family takes. No GPU is
+// needed; a backend whose compiler library is absent is skipped with its reason.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codegen/isa_report.hpp"
+#include "spec/arch.hpp"
+#include "support/batched_sample.hpp"
+#include "support/compile_support.hpp"
+#include "support/head_dim_sample.hpp"
+
+using namespace fajit;
+using namespace fajit::testing;
+
+namespace {
+
+struct Features {
+    bool window, softcap, sinks;
+};
+constexpr Features all_features = {true, true, true};
+constexpr Features single_features[] = {{true, false, false}, {false, true, false}, {false, false, true}};
+
+KernelSpec featured_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype,
+                         CausalMode causal, Features features) {
+    const auto with_features = [&](KernelSpec spec) {
+        spec.window = features.window;
+        spec.softcap = features.softcap;
+        spec.sinks = features.sinks;
+        return spec;
+    };
+    if (family.starts_with("decode-"))  // a decode family: a GQA group of 4, one query row
+        return with_features(decode_spec(family, arch, 4, head_dim, dtype, causal, KvLayout::dense, 0));
+    KernelSpec spec;
+    spec.family = family;
+    spec.arch = arch;
+    spec.head_dim = head_dim;
+    spec.dtype = dtype;
+    spec.causal = causal;
+    spec.rescale_margin = 10.0f;
+    // The features before the tile, which the family may choose by them.
+    return with_family_defaults(with_features(spec));
+}
+
+std::vector<KernelSpec> featured_specs(const std::string& family, const std::string& arch) {
+    std::vector<KernelSpec> specs;
+    const auto add = [&](int head_dim, DType dtype, CausalMode causal, Features features) {
+        const KernelSpec spec = featured_spec(family, arch, head_dim, dtype, causal, features);
+        if (validate(spec).empty()) specs.push_back(spec);
+    };
+    for (const DType dtype : {DType::f16, DType::bf16})
+        for (const int head_dim : family_head_dims(family)) {
+            const bool sampled = head_dim == 16 || head_dim == 64 || head_dim == 128 || head_dim == 256;
+            if (exhaustive_sweeps() || sampled) add(head_dim, dtype, CausalMode::bottom_right, all_features);
+            for (const Features& one : single_features)
+                if (exhaustive_sweeps() || head_dim == 128) add(head_dim, dtype, CausalMode::none, one);
+        }
+    return specs;
+}
+
+struct Outcome {
+    bool ok = false;
+    std::string problem;  // empty when it compiled and spilled nothing
+};
+
+Outcome compile_and_check(const KernelSpec& spec, const Backend& backend) {
+    if (vendor_of(spec.arch) == Vendor::nvidia) {
+        const PtxasReport report = compile_with_ptxas_report(spec, backend);
+        if (!report.ok) return {false, "did not compile: " + report.log};
+        if (report.registers <= 0) return {true, "no register count in the log: " + report.log};
+        if (report.spill_stores != 0 || report.spill_loads != 0) return {true, "spills: " + report.log};
+        return {true, ""};
+    }
+    const CompileResult result = compile_directly(spec, backend);
+    if (!result.ok) return {false, "did not compile: " + result.log};
+    std::string why;
+    const auto report = isa_report(result.code, spec.arch, &why);
+    if (!report) return {true, "no ISA report: " + why};
+    if (report->vgpr_spills != 0 || report->sgpr_spills != 0 || report->scratch_bytes != 0)
+        return {true, "spills " + std::to_string(report->vgpr_spills) + " VGPRs, " +
+                          std::to_string(report->sgpr_spills) + " SGPRs, scratch " +
+                          std::to_string(report->scratch_bytes) + " bytes"};
+    return {true, ""};
+}
+
+}  // namespace
+
+TEST_CASE("window, soft-cap and sinks compile in every family for every arch it serves, without spills") {
+    int compiled = 0;
+    for (const auto& [family, arch] : {std::pair<std::string, std::string>{"scalar", "gfx1151"},
+                                       {"scalar", "gfx942:sramecc+:xnack-"},
+                                       {"scalar", "sm_80"},
+                                       {"scalar", "sm_90a"},
+                                       {"wmma-gfx11", "gfx1151"},
+                                       {"mma-sm80", "sm_80"},
+                                       {"mma-sm80", "sm_90a"},
+                                       {"wgmma-sm90", "sm_90a"},
+                                       {"decode-split", "gfx1151"},
+                                       {"decode-split", "gfx942:sramecc+:xnack-"},
+                                       {"decode-split", "sm_80"},
+                                       {"decode-mma", "sm_80"},
+                                       {"decode-mma", "sm_90a"}}) {
+        const Backend* backend = compiler_for(arch);
+        if (!backend) continue;
+        const std::vector<KernelSpec> specs = featured_specs(family, arch);
+        REQUIRE_MESSAGE(!specs.empty(), family << " on " << arch);
+        std::vector<Outcome> outcomes(specs.size());
+        std::atomic<std::size_t> next{0};
+        std::vector<std::thread> workers;
+        for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
+            workers.emplace_back([&] {
+                for (std::size_t i = next++; i < specs.size(); i = next++)
+                    outcomes[i] = compile_and_check(specs[i], *backend);
+            });
+        for (auto& worker : workers) worker.join();
+        for (std::size_t i = 0; i < specs.size(); ++i) {
+            INFO(to_string(specs[i]));
+            CHECK_MESSAGE(outcomes[i].ok, outcomes[i].problem);
+            CHECK_MESSAGE(outcomes[i].problem.empty(), outcomes[i].problem);
+            compiled += outcomes[i].ok;
+        }
+    }
+    std::printf("model features: %d variants compiled, each checked for spills\n", compiled);
+}
