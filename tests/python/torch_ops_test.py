@@ -38,6 +38,24 @@ def dense_case():
     check("attention, torch.compile", compiled(q, k, v) / 2.0, want)
 
 
+def features_case():
+    """A sliding window, a soft-cap and sinks through the operator, against the same math in f32."""
+    q = torch.randn(1, 8, 96, 64, dtype=torch.bfloat16, device="cuda")
+    k = torch.randn(1, 2, 300, 64, dtype=torch.bfloat16, device="cuda")
+    v = torch.randn_like(k)
+    sinks = torch.linspace(-1.0, 3.0, 8, device="cuda")
+    left, cap, scale = 40, 20.0, 0.5
+    rows = torch.arange(96, device="cuda")[:, None] + 300 - 96  # each row's diagonal key
+    keys = torch.arange(300, device="cuda")[None, :]
+    visible = (keys <= rows) & (keys >= rows - left)
+    scores = torch.einsum("bhqd,bhkd->bhqk", q.float(), k.float().repeat_interleave(4, dim=1)) * scale
+    scores = (cap * torch.tanh(scores / cap)).masked_fill(~visible, float("-inf"))
+    with_sink = torch.cat([scores, sinks.view(1, 8, 1, 1).expand(1, 8, 96, 1)], dim=-1).softmax(-1)[..., :300]
+    want = with_sink @ v.float().repeat_interleave(4, dim=1)
+    got = torch.ops.fajit.attention(q, k, v, "bottom-right", scale, left, 0, cap, sinks)
+    check("attention with window, soft-cap and sinks", got, want)
+
+
 def paged_graph_case():
     """Decode over a paged cache, captured once and replayed as every sequence grows."""
     batch, heads_q, heads_kv, d, page = 4, 16, 4, 128, 16
@@ -84,6 +102,7 @@ def main():
     # Graph capture: no index read-back, and a split count that no call's lengths change.
     fajit_torch.use(fajit.Runtime(args.library, FAJIT_CHECK_INDICES=0, FAJIT_DECODE_SPLITS=4))
     dense_case()
+    features_case()
     paged_graph_case()
     print(f"{len(failures)} failed" if failures else "all passed")
     sys.exit(1 if failures else 0)

@@ -41,15 +41,25 @@ def runtime():
         return _runtime
 
 
+def _window(window_left, window_right):
+    """FlashAttention's window_size convention: (-1, -1) is no window."""
+    return None if window_left == -1 and window_right == -1 else (window_left, window_right)
+
+
 @torch.library.custom_op("fajit::attention", mutates_args=())
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str,
-              scale: Optional[float]) -> torch.Tensor:
-    """q [batch, heads_q, len_q, d]; k, v [batch, heads_kv, len_k, d]; returns out like q."""
-    return runtime().attention(q, k, v, causal=causal, scale=scale)
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str, scale: Optional[float],
+              window_left: int = -1, window_right: int = -1, softcap: float = 0.0,
+              sinks: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """q [batch, heads_q, len_q, d]; k, v [batch, heads_kv, len_k, d]; returns out like q.
+
+    window_left/right: keys before/after each row's diagonal key, -1 unbounded (both -1: no
+    window); softcap: c of c tanh(s / c), 0 for none; sinks: float32 [heads_q] or None."""
+    return runtime().attention(q, k, v, causal=causal, scale=scale, window=_window(window_left, window_right),
+                               softcap=softcap, sinks=sinks)
 
 
 @attention.register_fake
-def _(q, k, v, causal, scale):
+def _(q, k, v, causal, scale, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
     return torch.empty_like(q)
 
 

@@ -7,8 +7,10 @@
 The masks are SDPA's (registered under the same name), which transformers leaves out for an
 unpadded causal batch, prefill or decode with a KV cache. Such calls run torch.ops.fajit.attention,
 causal bottom-right when the layer is causal, so a query block lines up with the end of its keys.
-A call that comes with a mask (a padded batch) or with dropout runs transformers' own SDPA function
-instead; `calls` counts both kinds, so a caller can see which ran.
+A call that comes with a mask (a padded batch, or a sliding-window layer, whose mask SDPA's
+mask function builds) or with dropout runs transformers' own SDPA function instead; `calls`
+counts both kinds, so a caller can see which ran. A layer's soft-cap (Gemma 2) and sinks
+(gpt-oss) run on fa-jit, which SDPA's function would leave out.
 """
 import os
 import sys
@@ -34,7 +36,15 @@ def attention_forward(module, query, key, value, attention_mask, scaling=None, d
                                       **kwargs)
     calls["fajit"] += 1
     causal = "bottom-right" if getattr(module, "is_causal", True) else "none"
-    out = torch.ops.fajit.attention(query, key, value, causal, scaling)
+    # The features models hand their attention functions: a sliding window of W keys (Mistral,
+    # FlashAttention's (W - 1, W - 1) window), a logit soft-cap (Gemma 2) and sinks (gpt-oss).
+    window = kwargs.get("sliding_window")
+    left = right = -1 if window is None else window - 1
+    sinks = kwargs.get("s_aux")
+    if sinks is not None:
+        sinks = sinks.to(torch.float32).contiguous()
+    out = torch.ops.fajit.attention(query, key, value, causal, scaling, left, right,
+                                    float(kwargs.get("softcap") or 0.0), sinks)
     return out.transpose(1, 2).contiguous(), None
 
 
