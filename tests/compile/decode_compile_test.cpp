@@ -6,10 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -53,16 +51,8 @@ TEST_CASE("the decode families compile on gfx1151, gfx942, sm_80 and sm_90a; AMD
         const std::vector<KernelSpec> specs = decode_specs(family, arch);
         // 24 less the rows x head dims decode-split refuses (too many outputs per lane).
         REQUIRE(specs.size() >= 20);
-        // On every core: the compiles are most of the suite's time.
         std::vector<CompileResult> results(specs.size());
-        std::atomic<std::size_t> next{0};
-        std::vector<std::thread> workers;
-        for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
-            workers.emplace_back([&] {
-                for (std::size_t i = next++; i < specs.size(); i = next++)
-                    results[i] = compile_directly(specs[i], *backend);
-            });
-        for (auto& worker : workers) worker.join();
+        on_every_core(specs.size(), [&](std::size_t i) { results[i] = compile_directly(specs[i], *backend); });
         for (std::size_t i = 0; i < specs.size(); ++i) {
             const CompileResult& result = results[i];
             INFO(to_string(specs[i]));

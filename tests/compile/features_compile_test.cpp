@@ -7,10 +7,8 @@
 // needed; a backend whose compiler library is absent is skipped with its reason.
 #include <doctest/doctest.h>
 
-#include <atomic>
 #include <cstdio>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "codegen/isa_report.hpp"
@@ -32,23 +30,13 @@ constexpr Features single_features[] = {{true, false, false}, {false, true, fals
 
 KernelSpec featured_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype,
                          CausalMode causal, Features features) {
-    const auto with_features = [&](KernelSpec spec) {
-        spec.window = features.window;
-        spec.softcap = features.softcap;
-        spec.sinks = features.sinks;
-        return spec;
-    };
-    if (family.starts_with("decode-"))  // a decode family: a GQA group of 4, one query row
-        return with_features(decode_spec(family, arch, 4, head_dim, dtype, causal, KvLayout::dense, 0));
-    KernelSpec spec;
-    spec.family = family;
-    spec.arch = arch;
-    spec.head_dim = head_dim;
-    spec.dtype = dtype;
-    spec.causal = causal;
-    spec.rescale_margin = 10.0f;
-    // The features before the tile, which the family may choose by them.
-    return with_family_defaults(with_features(spec));
+    KernelSpec with;
+    with.window = features.window;
+    with.softcap = features.softcap;
+    with.sinks = features.sinks;
+    KernelSpec spec = default_spec(family, arch, head_dim, dtype, causal, KvLayout::dense, 0, with);
+    if (family == "decode-split") spec.block_q = 4;  // a GQA group of 4, one query row
+    return spec;
 }
 
 std::vector<KernelSpec> featured_specs(const std::string& family, const std::string& arch) {
@@ -114,14 +102,7 @@ TEST_CASE("window, soft-cap and sinks compile in every family for every arch it 
         const std::vector<KernelSpec> specs = featured_specs(family, arch);
         REQUIRE_MESSAGE(!specs.empty(), family << " on " << arch);
         std::vector<Outcome> outcomes(specs.size());
-        std::atomic<std::size_t> next{0};
-        std::vector<std::thread> workers;
-        for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
-            workers.emplace_back([&] {
-                for (std::size_t i = next++; i < specs.size(); i = next++)
-                    outcomes[i] = compile_and_check(specs[i], *backend);
-            });
-        for (auto& worker : workers) worker.join();
+        on_every_core(specs.size(), [&](std::size_t i) { outcomes[i] = compile_and_check(specs[i], *backend); });
         for (std::size_t i = 0; i < specs.size(); ++i) {
             INFO(to_string(specs[i]));
             CHECK_MESSAGE(outcomes[i].ok, outcomes[i].problem);

@@ -84,17 +84,6 @@ CaseShape shape_of(const FeatureCase& c, int heads_q, int heads_kv, int head_dim
     return shape;
 }
 
-KernelSpec prefill_spec(const std::string& family, const CaseShape& shape) {
-    KernelSpec spec;
-    spec.family = family;
-    spec.arch = gpu_test_arch();
-    spec.head_dim = shape.head_dim;
-    spec.dtype = shape.dtype;
-    spec.causal = shape.causal;
-    spec.rescale_margin = 10.0f;
-    return with_features(with_family_defaults(spec), shape);
-}
-
 struct Tally {
     int cases = 0, failures = 0;
     double worst = 0.0;
@@ -129,7 +118,8 @@ TEST_CASE("every prefill family masks windows, caps scores and adds sinks as the
             for (const int head_dim : {64, 80, 128, 256})
                 for (const FeatureCase& c : prefill_cases) {
                     const CaseShape shape = shape_of(c, 4, 2, head_dim, dtype);
-                    const KernelSpec spec = prefill_spec(family, shape);
+                    const KernelSpec spec = default_spec(family, gpu_test_arch(), head_dim, dtype, c.causal,
+                                                         KvLayout::dense, 0, with_features({}, shape));
                     if (!validate(spec).empty()) continue;  // a dtype, head dim or arch the family does not take
                     runs.push_back({spec, shape, c.what});
                     specs.push_back(spec);

@@ -32,8 +32,8 @@ std::vector<KernelSpec> batched_sample(const std::string& family, const std::vec
     return specs;
 }
 
-KernelSpec decode_spec(const std::string& family, const std::string& arch, int rows, int head_dim, DType dtype,
-                       CausalMode causal, KvLayout layout, int page_size) {
+KernelSpec default_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype,
+                        CausalMode causal, KvLayout layout, int page_size, const KernelSpec& features) {
     KernelSpec spec;
     spec.family = family;
     spec.arch = arch;
@@ -43,7 +43,16 @@ KernelSpec decode_spec(const std::string& family, const std::string& arch, int r
     spec.kv_layout = layout;
     spec.page_size = page_size;
     spec.rescale_margin = 10.0f;
-    spec = with_family_defaults(spec);
+    // Before the tiles, which a family may choose by them.
+    spec.window = features.window;
+    spec.softcap = features.softcap;
+    spec.sinks = features.sinks;
+    return with_family_defaults(spec);
+}
+
+KernelSpec decode_spec(const std::string& family, const std::string& arch, int rows, int head_dim, DType dtype,
+                       CausalMode causal, KvLayout layout, int page_size) {
+    KernelSpec spec = default_spec(family, arch, head_dim, dtype, causal, layout, page_size);
     if (family == "decode-split") spec.block_q = rows;
     return spec;
 }

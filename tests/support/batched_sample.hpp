@@ -24,6 +24,12 @@ std::vector<KvCase> batched_kv_cases();
 std::vector<KernelSpec> batched_sample(const std::string& family, const std::vector<std::string>& archs,
                                        const std::vector<int>& head_dims);
 
+// A family's spec with its default tiles for the features `base` has on (KernelSpec::window,
+// softcap, sinks), margin 10.
+KernelSpec default_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype,
+                        CausalMode causal, KvLayout layout = KvLayout::dense, int page_size = 0,
+                        const KernelSpec& features = {});
+
 // A decode family's spec: its default tiles, margin 10, and for decode-split a tile of
 // `rows` rows (decode-mma's is always 16).
 KernelSpec decode_spec(const std::string& family, const std::string& arch, int rows, int head_dim, DType dtype,

@@ -1,8 +1,10 @@
 #include "support/compile_support.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <regex>
+#include <thread>
 
 #include "codegen/emitter.hpp"
 
@@ -46,6 +48,16 @@ PtxasReport compile_with_ptxas_report(const KernelSpec& spec, const Backend& bac
         report.spill_loads = std::stoi(match[2]);
     }
     return report;
+}
+
+void on_every_core(std::size_t count, const std::function<void(std::size_t)>& work) {
+    std::atomic<std::size_t> next{0};
+    std::vector<std::thread> workers;
+    for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
+        workers.emplace_back([&] {
+            for (std::size_t i = next++; i < count; i = next++) work(i);
+        });
+    for (auto& worker : workers) worker.join();
 }
 
 }  // namespace fajit::testing

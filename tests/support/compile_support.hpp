@@ -1,6 +1,7 @@
 #pragma once
 // What the compile suites share: the backend for a target, and compiling a spec
 // straight through it (the suites check compilers, so the cache stays out of the way).
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,9 @@ struct PtxasReport {
     std::string log;
 };
 PtxasReport compile_with_ptxas_report(const KernelSpec&, const Backend&);
+
+// work(0) .. work(count - 1) on a thread per core: the compiles are most of a compile
+// suite's time, and each is independent.
+void on_every_core(std::size_t count, const std::function<void(std::size_t)>& work);
 
 }  // namespace fajit::testing
