@@ -127,9 +127,9 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     }
     // Query row 0 sees the fewest keys and the last row the latest first key: blocks
     // between the two limits need no mask.
-    const int unmasked_begin =
-        fa_visible_range<Spec>(p, fa_packed_query_row(group, packed_rows - 1), sequence.len_q, sequence.len_k).begin;
-    const int unmasked_end = min(split_end, fa_visible_range<Spec>(p, 0, sequence.len_q, sequence.len_k).end);
+    const fa_key_range unmasked = {
+        fa_visible_range<Spec>(p, fa_packed_query_row(group, packed_rows - 1), sequence.len_q, sequence.len_k).begin,
+        min(split_end, fa_visible_range<Spec>(p, 0, sequence.len_q, sequence.len_k).end)};
 
     float frame[2] = {fa_neg_inf(), fa_neg_inf()};
     float sum[2] = {0.0f, 0.0f};
@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
         }
 
         float row_max[2], correction[2];
-        const bool masked = key0 + block_k > unmasked_end || (Spec::window && key0 < unmasked_begin);
+        const bool masked = fa_block_masked<Spec>(unmasked, key0, block_k);
         const float multiplier = fa_m16n8_scores<Spec, key_tiles>(p, score[0], masked, visible, key0, row_max);
         const bool moved = fa_m16n8_move_frames(p, packed_rows, g, margin_log2, row_max, frame, sum, correction);
         if (__any_sync(0xffffffffu, moved))

@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
         // Keys a row may not see become -inf only on steps that reach outside the keys every
         // row of the block sees; a row's range is recomputed rather than kept, since
         // registers are what this kernel is short of.
-        const bool masked = fa_block_masked<Spec>(blocks, key0, block_k);
+        const bool masked = fa_block_masked<Spec>(blocks.unmasked, key0, block_k);
         float correction[m_tiles][2];
         bool any_moved = false;
         float multiplier[m_tiles];

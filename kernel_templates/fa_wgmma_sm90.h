@@ -374,7 +374,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         // must be rescaled by `correction` before the next P V.
         const auto softmax = [&](int step, float(&score)[block_k / 2], float(&correction)[2]) {
             const int key0 = (blocks.first + step) * block_k;
-            const bool masked = fa_block_masked<Spec>(blocks, key0, block_k);
+            const bool masked = fa_block_masked<Spec>(blocks.unmasked, key0, block_k);
             fa_key_range visible[2];
 #pragma unroll
             for (int h = 0; h < 2; ++h)

@@ -265,7 +265,7 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
                 for (int i = 0; i < 8; ++i) scores[t].x[i] = fa_capped(cap, scores[t].x[i] * score_scale);
         // Scaled here unless the soft-cap did it.
         const float scale_here = Spec::softcap ? 1.0f : score_scale;
-        if (fa_block_masked<Spec>(wave_blocks, key0, block_k)) {
+        if (fa_block_masked<Spec>(wave_blocks.unmasked, key0, block_k)) {
             // Only steps that cross some row's limit (the causal diagonal, a window's edge, or
             // len_k) mask.
 #pragma unroll

@@ -288,11 +288,11 @@ FAJIT_DEVICE fa_key_blocks fa_key_blocks_of(const fa_params& p, int row0, int ro
     return blocks;
 }
 
-// Whether the block of keys from key0 needs the mask: it reaches outside the keys every
-// row sees (a window's left edge exists only under Spec::window).
+// Whether the block of keys from key0 needs the mask: it reaches outside `unmasked`, the
+// keys every row sees (a window's left edge exists only under Spec::window).
 template <class Spec>
-FAJIT_DEVICE bool fa_block_masked(const fa_key_blocks& blocks, int key0, int block_k) {
-    return key0 + block_k > blocks.unmasked.end || (Spec::window && key0 < blocks.unmasked.begin);
+FAJIT_DEVICE bool fa_block_masked(const fa_key_range& unmasked, int key0, int block_k) {
+    return key0 + block_k > unmasked.end || (Spec::window && key0 < unmasked.begin);
 }
 
 // ---- sequences: where each sequence of a call lives -------------------------------

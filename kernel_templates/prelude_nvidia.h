@@ -124,8 +124,7 @@ FAJIT_DEVICE bool fa_nv_aligned16(const void* pointer, const long long (&stride)
 // scale_log2 when `scale_here`), and gives each of the lane's two rows' maxima. The
 // mask is a pass of its own behind one branch: folded into the maximum's loop, ptxas
 // tested `masked` per score, four instructions each and a third of a step's
-// instructions (static count, sm_90a), on the steps without a mask too. A range's
-// begin is tested only under a sliding window: without one it is 0.
+// instructions (static count, sm_90a), on the steps without a mask too.
 template <class Spec, int key_tiles, bool scale_here>
 FAJIT_DEVICE void fa_m16n8_mask_and_reduce(float (&s)[4 * key_tiles], float scale_log2, bool masked,
                                            const fa_key_range (&visible)[2], int key0, float (&row_max)[2]) {
@@ -136,9 +135,7 @@ FAJIT_DEVICE void fa_m16n8_mask_and_reduce(float (&s)[4 * key_tiles], float scal
     if (masked)
 #pragma unroll
         for (int i = 0; i < 4 * key_tiles; ++i) {
-            const int key = key0 + 8 * (i / 4) + 2 * t + i % 2;
-            const fa_key_range& range = visible[(i % 4) / 2];
-            if (key >= range.end || (Spec::window && key < range.begin)) s[i] = fa_neg_inf();
+            if (!fa_key_visible<Spec>(visible[(i % 4) / 2], key0 + 8 * (i / 4) + 2 * t + i % 2)) s[i] = fa_neg_inf();
         }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {

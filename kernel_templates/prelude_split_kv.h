@@ -49,8 +49,8 @@ FAJIT_DEVICE fa_split_block fa_split_block_of(const fa_params& p, int step) {
 FAJIT_DEVICE int fa_packed_head(int kv_head, int group, int r) { return kv_head * group + r % group; }
 FAJIT_DEVICE int fa_packed_query_row(int group, int r) { return r / group; }
 
-// One wave writes one row: O normalized (fa_row_normalizer) and its natural-log LSE; out[c] holds head dim lane + c *
-// wave size.
+// One wave writes one row: O normalized (fa_row_normalizer) and its natural-log LSE;
+// out[c] holds head dim lane + c * wave size.
 template <class Spec, int dims_per_lane>
 FAJIT_DEVICE void fa_split_store_row(const fa_params& p, const fa_sequence& sequence, int head, int row,
                                      const float (&out)[dims_per_lane], float frame, float sum) {
