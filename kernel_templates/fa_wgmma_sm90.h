@@ -45,9 +45,24 @@
 
 template <class Spec>
 struct fa_wgmma_layout {
+    // Staged rows are whole 64-column blocks of the swizzle, so head dims that are no
+    // multiple of 64 are padded (staged_dim). Q K^T reads the head dims rounded up to its
+    // 16-wide k step (scored_dim), whose padding in Q and K holds zeros written once
+    // (the copies never write it); P V covers the staged dims, and the columns of O past
+    // head_dim are never stored.
+    static constexpr int staged_dim = (Spec::head_dim + 63) / 64 * 64;
+    static constexpr int scored_dim = (Spec::head_dim + 15) / 16 * 16;
+    // A copy's threads per row (fa_wgmma_copy_rows): the row's chunks rounded up to a
+    // power of two, for head dims up to 256.
+    static constexpr int copied_chunks = Spec::head_dim / 8;
+    static constexpr int copy_slots = copied_chunks <= 2    ? 2
+                                      : copied_chunks <= 4  ? 4
+                                      : copied_chunks <= 8  ? 8
+                                      : copied_chunks <= 16 ? 16
+                                                            : 32;
     static constexpr int stages = Spec::kv_stages;
-    static constexpr int q_bytes = Spec::block_q * Spec::head_dim * 2;
-    static constexpr int kv_bytes = Spec::block_k * Spec::head_dim * 2;
+    static constexpr int q_bytes = Spec::block_q * staged_dim * 2;
+    static constexpr int kv_bytes = Spec::block_k * staged_dim * 2;
     static constexpr int tile_bytes = q_bytes + 2 * stages * kv_bytes;  // then the mbarriers
     static constexpr int barrier_bytes = 8 * (4 * stages + 1);          // full and empty for K and V a stage, Q's
     static constexpr int alignment = 1024;                              // slack for aligning the start
@@ -92,10 +107,14 @@ template <class Spec, int rows, int count, bool aligned, bool all_valid, class R
 FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[count], const Rows& source,
                                      int valid_rows) {
     using layout = fa_wgmma_layout<Spec>;
-    constexpr int chunks = Spec::head_dim / 8;
+    // Threads take a row's 16-byte chunks, a power of two of chunk slots a row so that
+    // the slots tile the 128 threads; the slots past head_dim copy nothing.
+    constexpr int chunks = layout::copy_slots;
     constexpr int rows_per_pass = 128 / chunks;
+    static_assert(rows % rows_per_pass == 0, "a copy's passes cover its rows");
     const int first_row = thread / chunks;
     const int chunk = thread % chunks;
+    if (chunk >= layout::copied_chunks) return;
     long long element_offset[count];
 #pragma unroll
     for (int c = 0; c < count; ++c) element_offset[c] = first_row * source.row_stride[c] + chunk * 8;
@@ -166,16 +185,16 @@ template <class Spec>
 __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm90(fa_params p) {
     using element = typename Spec::element;
     using layout = fa_wgmma_layout<Spec>;
-    constexpr int head_dim = Spec::head_dim;
     constexpr int block_q = Spec::block_q;
     constexpr int block_k = Spec::block_k;
     constexpr int stages = layout::stages;
     constexpr int groups = layout::groups;
-    constexpr int dim_slices = head_dim / 16;          // k steps of Q K^T
-    constexpr int key_tiles = block_k / 8;             // 8-column tiles of S
-    constexpr int key_slices = block_k / 16;           // k steps of P V
-    constexpr int out_n = head_dim >= 128 ? 128 : 64;  // head dims one P V wgmma covers
-    constexpr int out_chunks = head_dim / out_n;
+    constexpr int staged_dim = layout::staged_dim;
+    constexpr int dim_slices = layout::scored_dim / 16;      // k steps of Q K^T
+    constexpr int key_tiles = block_k / 8;                   // 8-column tiles of S
+    constexpr int key_slices = block_k / 16;                 // k steps of P V
+    constexpr int out_n = staged_dim % 128 == 0 ? 128 : 64;  // head dims one P V wgmma covers
+    constexpr int out_chunks = staged_dim / out_n;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
 
     extern __shared__ __align__(128) unsigned char fa_wgmma_shared[];
@@ -202,6 +221,16 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         return barrier((2 + tensor % kv_barriers) * stages + fill % stages);
     };
     const unsigned int q_empty = barrier(4 * stages);
+    if constexpr (layout::scored_dim > Spec::head_dim) {
+        // The one 16-byte chunk of k-step padding, in each row of Q and of every stage's K.
+        constexpr int padding = Spec::head_dim / 8;
+        for (int row = static_cast<int>(threadIdx.x); row < block_q + stages * block_k;
+             row += static_cast<int>(blockDim.x))
+            fa_nv_zero_shared16(row < block_q ? q_tile + layout::offset(block_q, row, padding)
+                                              : k_tile((row - block_q) / block_k) +
+                                                    layout::offset(block_k, (row - block_q) % block_k, padding));
+        fa_sm90_fence_shared_for_async();  // written by plain stores, read by wgmma
+    }
     if (threadIdx.x == 0) {
 #pragma unroll
         for (int stage = 0; stage < stages; ++stage)
@@ -335,7 +364,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         }
         fa_sm90_commit();
     };
-    float out[head_dim / 2];
+    float out[staged_dim / 2];
     // O += P V, committed as one group. Keys 16s .. 16s+15 are rows 16s.. of V; head
     // dims c*out_n.. start column block c*out_n/64, and the column blocks of one wgmma
     // are block_k rows apart.
@@ -354,7 +383,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     };
     const auto rescale = [&](const float(&correction)[2]) {
 #pragma unroll
-        for (int i = 0; i < head_dim / 2; ++i) out[i] *= correction[(i % 4) / 2];
+        for (int i = 0; i < staged_dim / 2; ++i) out[i] *= correction[(i % 4) / 2];
     };
     int first_fill = 0;  // the fill of the tile's step 0
 #pragma unroll 1
@@ -368,7 +397,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         float frame[2] = {fa_neg_inf(), fa_neg_inf()};
         float sum[2] = {0.0f, 0.0f};
 #pragma unroll
-        for (int i = 0; i < head_dim / 2; ++i) out[i] = 0.0f;
+        for (int i = 0; i < staged_dim / 2; ++i) out[i] = 0.0f;
 
         // Masks, moves frames and turns S into unrounded P in place; returns whether O
         // must be rescaled by `correction` before the next P V.
@@ -444,7 +473,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             release(empty(values, fill));
         }
         first_fill += steps;
-        fa_m16n8_store<Spec, head_dim / 8>(p, tile.sequence, tile.head, my_row, out, frame, sum);
+        fa_m16n8_store<Spec, staged_dim / 8>(p, tile.sequence, tile.head, my_row, out, frame, sum);
     }
     if (group == 0) my_turn();  // takes the last group's last pass, so no arrival outlives the block
 }

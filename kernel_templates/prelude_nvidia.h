@@ -25,6 +25,9 @@ FAJIT_DEVICE void fa_nv_cp_async_wait() {
 FAJIT_DEVICE void fa_nv_store_shared_u16(unsigned int shared, unsigned short value) {
     asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(shared), "h"(value) : "memory");
 }
+FAJIT_DEVICE void fa_nv_zero_shared16(unsigned int shared) {
+    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(shared), "r"(0u) : "memory");
+}
 
 // Two floats rounded to nearest into one register of T pairs, lo in the low half.
 template <class T>

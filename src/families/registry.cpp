@@ -20,7 +20,7 @@ namespace {
 // aotriton dispatch tables. The decode families take only decode shapes (their
 // refuses_shape), so prefill passes on to the prefill rows; decode on NVIDIA sm_80+ runs
 // on tensor cores, and head dims decode-mma lacks take decode-split. A row that cannot take a shape yields to the next
-// (head dim 80 on sm_90a runs mma-sm80); ending on the last row is a fallback. wmma-gfx11 has no NVIDIA row: its
+// (f32 on sm_90a runs scalar); ending on the last row is a fallback. wmma-gfx11 has no NVIDIA row: its
 // emulation there is for tests, chosen with FAJIT_FAMILY.
 constexpr VariantRow rows[] = {
     {"decode sm_80+", &decode_mma_family},

@@ -11,8 +11,11 @@ namespace {
 constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_nvidia.h", "prelude_sm90.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
 constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
-constexpr int head_dims[] = {64, 128, 256};
 constexpr unsigned producer_threads = 128;  // one warpgroup (fa_wgmma_layout::threads)
+
+// Staged rows are whole 64-column blocks of the 128-byte swizzle, so every head dim is
+// padded to a multiple of 64 in shared memory and in O (fa_wgmma_layout::staged_dim).
+int staged_head_dim(int head_dim) { return (head_dim + 63) / 64 * 64; }
 
 // wgmma is one of the architecture-specific features only sm_90a code may use.
 bool sm90a(std::string_view arch) { return arch == "sm_90a"; }
@@ -29,14 +32,14 @@ std::string check(const KernelSpec& spec) {
             "family wgmma-sm90 needs 64 query rows per warpgroup (" + std::to_string(16 * spec.waves) + ")");
     if (spec.block_k != 64 && spec.block_k != 128)
         return field_error("bk", std::to_string(spec.block_k), "family wgmma-sm90 needs 64 or 128");
-    // While a step's P V runs, a consumer lane holds O (d/2 f32), the next step's S
+    // While a step's P V runs, a consumer lane holds O (d/2 f32 of the staged d), the next step's S
     // (bk/2 f32) and P (bk/4 packed pairs): d/2 + 3bk/4 registers. The limits are the
     // largest such counts ptxas fits in what the consumers get (fa_wgmma_layout: 240,
     // 224 and 152 registers for 1 to 3 warpgroups) without spills or serialized wgmma;
     // tests/mma checks every candidate.
     const int groups = spec.waves / 4;
     const int register_limit = groups <= 2 ? 176 : 112;
-    if (const int registers = spec.head_dim / 2 + 3 * spec.block_k / 4; registers > register_limit)
+    if (const int registers = staged_head_dim(spec.head_dim) / 2 + 3 * spec.block_k / 4; registers > register_limit)
         return field_error("bk", std::to_string(spec.block_k),
                            "family wgmma-sm90 would hold " + std::to_string(registers) +
                                " accumulator registers per lane (at most " + std::to_string(register_limit) + " with " +
@@ -44,18 +47,20 @@ std::string check(const KernelSpec& spec) {
     return rounded_probability_margin_error(spec);
 }
 
-// Two warpgroups of 64 rows taking turns on the tensor cores, with 128-key steps; at
-// d=256 the registers allow 64-key steps only. tools/tiles/wgmma_sm90.md records the
+// Two warpgroups of 64 rows taking turns on the tensor cores, with 128-key steps; past
+// a staged d of 128 the registers allow 64-key steps only. tools/tiles/wgmma_sm90.md records the
 // candidates and timings. A warpgroup computes 64 rows at once, so short query runs
 // cost the same tile.
-Tile choose_tile(const ShapeClass& shape, std::string_view) { return {128, shape.head_dim == 256 ? 64 : 128, 8}; }
+Tile choose_tile(const ShapeClass& shape, std::string_view) {
+    return {128, staged_head_dim(shape.head_dim) > 128 ? 64 : 128, 8};
+}
 
 // fa_wgmma_layout: Q plus `kv_stages` K, V buffers of unpadded swizzled rows, as many as
 // fit (2 to 4) in sm_90a's 227 KiB beside Q, four 8-byte mbarriers a stage and one for
 // Q, and 1024 bytes to align the start. Under 2 stages validation refuses the bytes.
 SharedLayout shared_layout(const KernelSpec& spec) {
     constexpr unsigned alignment = 1024, stage_barrier_bytes = 32, q_barrier_bytes = 8, most_stages = 4;
-    const unsigned row_bytes = 2u * static_cast<unsigned>(spec.head_dim);
+    const unsigned row_bytes = 2u * static_cast<unsigned>(staged_head_dim(spec.head_dim));
     const unsigned q_bytes = row_bytes * static_cast<unsigned>(spec.block_q);
     const unsigned stage_bytes = 2u * row_bytes * static_cast<unsigned>(spec.block_k);
     const unsigned room = 227u * 1024u - alignment - most_stages * stage_barrier_bytes - q_barrier_bytes - q_bytes;
@@ -85,7 +90,7 @@ extern const FamilyDescriptor wgmma_sm90_family = {
     .kernel = "fa_wgmma_sm90",
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
-    .head_dims = head_dims,
+    .head_dims = every_head_dim,
     .kv_layouts = kv_layouts,
     .targets = "the NVIDIA target sm_90a",
     .compiles_for = sm90a,

@@ -79,7 +79,7 @@ TEST_CASE("gfx11: f32 falls back to scalar, saying why; every head dim runs on W
     }
 }
 
-TEST_CASE("NVIDIA sm_90a: wgmma-sm90 with its measured tile table, yielding to mma-sm80 where it cannot run") {
+TEST_CASE("NVIDIA sm_90a: wgmma-sm90 with its measured tile table at every head dim, yielding where it cannot run") {
     const auto hopper = select_variant("sm_90a", shape(128), defaults());
     CHECK(hopper.spec.family == "wgmma-sm90");
     CHECK(hopper.fallback_reason.empty());
@@ -87,10 +87,15 @@ TEST_CASE("NVIDIA sm_90a: wgmma-sm90 with its measured tile table, yielding to m
     check_tile(select_variant("sm_90a", shape(256), defaults()).spec, 128, 64, 8);
     check_tile(select_variant("sm_90a", shape(64, DType::bf16, QueryLength::decode), defaults()).spec, 128, 128, 8);
 
-    // Head dim 80 is not a wgmma-sm90 shape: mma-sm80 takes it, and that is no fallback.
-    const auto d80 = select_variant("sm_90a", shape(80), defaults());
-    CHECK(d80.spec.family == "mma-sm80");
-    CHECK(d80.fallback_reason.empty());
+    // Every head dim runs on wgmma, staged in whole 64-column blocks: 64-key steps once
+    // the staged dims pass 128 (the registers rule of src/families/wgmma_sm90.cpp).
+    for (const int head_dim : {16, 24, 72, 80, 112, 120, 160, 192, 248}) {
+        CAPTURE(head_dim);
+        const auto selected = select_variant("sm_90a", shape(head_dim), defaults());
+        CHECK(selected.spec.family == "wgmma-sm90");
+        CHECK(selected.fallback_reason.empty());
+        check_tile(selected.spec, 128, head_dim > 128 ? 64 : 128, 8);
+    }
 
     // Neither tensor-core family runs f32; the reason names both refusals.
     const auto f32 = select_variant("sm_90a", shape(128, DType::f32), defaults());

@@ -162,7 +162,8 @@ TEST_CASE("wgmma-sm90 validation: sm_90a only, its head dims and its tiles") {
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,arch=sm_90").find("arch=sm_90") == 0);
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,arch=sm_80").find("arch=sm_80") == 0);
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,arch=sm_100a").find("arch=sm_100a") == 0);
-    CHECK(error_of("family=wgmma-sm90,d=80,dtype=f16,arch=sm_90a").find("d=80") == 0);
+    CHECK(error_of("family=wgmma-sm90,d=80,dtype=f16,arch=sm_90a").empty());
+    CHECK(error_of("family=wgmma-sm90,d=264,dtype=f16,arch=sm_90a").find("d=264") == 0);
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f32,arch=sm_90a").find("dtype=f32") == 0);
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,margin=12,arch=sm_90a").find("margin=12") == 0);
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,waves=2,bq=32,arch=sm_90a").find("waves=2") == 0);
@@ -174,7 +175,8 @@ TEST_CASE("wgmma-sm90 validation: sm_90a only, its head dims and its tiles") {
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,waves=12,bq=192,bk=64,arch=sm_90a").empty());
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,waves=8,bq=64,arch=sm_90a").find("bq=64") == 0);
     CHECK(error_of("family=wgmma-sm90,d=128,dtype=f16,bk=96,arch=sm_90a").find("bk=96") == 0);
-    // d=256 with 128-key steps: 224 accumulator registers per lane.
+    // d=256 with 128-key steps: 224 accumulator registers per lane; d=160 stages 192 head dims, 192.
+    CHECK(error_of("family=wgmma-sm90,d=160,dtype=f16,bk=128,arch=sm_90a").find("bk=128") == 0);
     CHECK(error_of("family=wgmma-sm90,d=256,dtype=f16,bk=128,arch=sm_90a").find("bk=128") == 0);
     for (int head_dim : family_head_dims("wgmma-sm90")) {
         const KernelSpec spec =

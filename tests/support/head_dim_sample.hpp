@@ -25,7 +25,7 @@ inline std::vector<int> family_head_dims(const std::string& family) {
     const auto dims = find_family(family)->head_dims;
     if (exhaustive_sweeps()) return {dims.begin(), dims.end()};
     std::vector<int> sample;
-    for (const int dim : {16, 24, 64, 80, 96, 112, 128, 200, 256})
+    for (const int dim : {16, 24, 64, 80, 96, 112, 128, 184, 256})
         if (std::find(dims.begin(), dims.end(), dim) != dims.end()) sample.push_back(dim);
     return sample;
 }
