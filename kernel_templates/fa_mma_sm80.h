@@ -25,7 +25,8 @@
 // (src/families/mma_sm80.cpp); fa_mma_layout derives the offsets and checks the bytes:
 //   Q        block_q rows, loaded once;
 //   K, V     `stages` buffers of block_k rows each, filled by cp.async: while the
-//            block computes step j, steps j+1 .. j+stages-1 are in flight.
+//            block computes step j, steps j+1 .. j+stages-1 are in flight. V rows have
+//            Spec::head_dim_v elements, which may differ from Q's and K's.
 // Rows are stored with the padded pitch of prelude_sm80.h (fa_sm80_rows).
 //
 // Masks (causal, sliding window) are applied only on steps that reach outside the keys
@@ -45,11 +46,13 @@
 
 template <class Spec>
 struct fa_mma_layout {
-    using tile_rows = fa_sm80_rows<Spec::head_dim>;
+    using tile_rows = fa_sm80_rows<Spec::head_dim>;  // Q and K
+    using value_rows = fa_sm80_rows<Spec::head_dim_v>;
     static constexpr int stages = Spec::kv_stages;
     static constexpr int q_bytes = Spec::block_q * tile_rows::pitch;
-    static constexpr int kv_bytes = Spec::block_k * tile_rows::pitch;
-    static constexpr int bytes = q_bytes + 2 * stages * kv_bytes;
+    static constexpr int k_bytes = Spec::block_k * tile_rows::pitch;
+    static constexpr int v_bytes = Spec::block_k * value_rows::pitch;
+    static constexpr int bytes = q_bytes + stages * (k_bytes + v_bytes);
     static_assert(bytes <= Spec::shared_bytes, "the host reserves less shared memory than fa_mma_layout uses");
 
     static FAJIT_DEVICE unsigned int offset(int row, int chunk) { return tile_rows::offset(row, chunk); }
@@ -60,16 +63,17 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     using element = typename Spec::element;
     using layout = fa_mma_layout<Spec>;
     constexpr int head_dim = Spec::head_dim;
+    constexpr int value_dim = Spec::head_dim_v;
     constexpr int padded_dim = fa_sm80_padded_dim<head_dim>;  // what the tiles cover
     constexpr int block_q = Spec::block_q;
     constexpr int block_k = Spec::block_k;
     constexpr int stages = layout::stages;
     constexpr int warp_rows = block_q / Spec::waves;
-    constexpr int m_tiles = warp_rows / 16;      // 16-row tiles per warp
-    constexpr int dim_slices = padded_dim / 16;  // k steps of Q K^T
-    constexpr int dim_tiles = padded_dim / 8;    // 8-column tiles of O
-    constexpr int key_tiles = block_k / 8;       // 8-column tiles of S
-    constexpr int key_slices = block_k / 16;     // k steps of P V
+    constexpr int m_tiles = warp_rows / 16;                       // 16-row tiles per warp
+    constexpr int dim_slices = padded_dim / 16;                   // k steps of Q K^T
+    constexpr int dim_tiles = fa_sm80_padded_dim<value_dim> / 8;  // 8-column tiles of O
+    constexpr int key_tiles = block_k / 8;                        // 8-column tiles of S
+    constexpr int key_slices = block_k / 16;                      // k steps of P V
     // Q as A fragments costs m_tiles * padded_dim / 4 registers per lane; beyond 32 it
     // would crowd the O accumulator, so it is read again from shared memory each step.
     constexpr bool q_in_registers = m_tiles * padded_dim <= 128;
@@ -78,8 +82,10 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     extern __shared__ __align__(128) unsigned char fa_mma_shared[];
     const unsigned int shared = fa_nv_shared_address(fa_mma_shared);
     const unsigned int q_tile = shared;
-    const auto k_tile = [&](int stage) { return shared + layout::q_bytes + 2u * stage * layout::kv_bytes; };
-    const auto v_tile = [&](int stage) { return k_tile(stage) + layout::kv_bytes; };
+    const auto k_tile = [&](int stage) {
+        return shared + layout::q_bytes + static_cast<unsigned int>(stage * (layout::k_bytes + layout::v_bytes));
+    };
+    const auto v_tile = [&](int stage) { return k_tile(stage) + layout::k_bytes; };
 
     const int lane = static_cast<int>(threadIdx.x) % 32;
     const int warp = static_cast<int>(threadIdx.x) / 32;
@@ -112,10 +118,20 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     const auto load_step = [&](int step) {
         const int key0 = key0_of(step);
         const int stage = step % stages;
-        fa_sm80_load_rows<head_dim, Spec::waves * 32, block_k, 2>(
-            {k_tile(stage), v_tile(stage)},
-            fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride}),
-            len_k - key0, aligned, threadIdx.x);
+        // K and V rows of one width share a pass; V rows of their own width take another.
+        if constexpr (value_dim == head_dim) {
+            fa_sm80_load_rows<head_dim, Spec::waves * 32, block_k, 2>(
+                {k_tile(stage), v_tile(stage)},
+                fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride}),
+                len_k - key0, aligned, threadIdx.x);
+        } else {
+            fa_sm80_load_rows<head_dim, Spec::waves * 32, block_k, 1>(
+                {k_tile(stage)}, fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {k}, {p.k_stride}),
+                len_k - key0, aligned, threadIdx.x);
+            fa_sm80_load_rows<value_dim, Spec::waves * 32, block_k, 1>(
+                {v_tile(stage)}, fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {v}, {p.v_stride}),
+                len_k - key0, aligned, threadIdx.x);
+        }
     };
     fa_sm80_load_rows<head_dim, Spec::waves * 32, block_q, 1>(
         {q_tile}, fa_nv_strided_rows<element, 1>{{q + row0 * p.q_stride[2]}, {p.q_stride[2]}}, rows_here, aligned,
@@ -221,8 +237,8 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
 
 #pragma unroll
         for (int slice = 0; slice < key_slices; ++slice)
-            fa_sm80_add_pv<element, head_dim, m_tiles, dim_tiles, key_slices>(out, probability, v_stage, slice, matrix,
-                                                                              matrix_row);
+            fa_sm80_add_pv<element, value_dim, m_tiles, dim_tiles, key_slices>(out, probability, v_stage, slice, matrix,
+                                                                               matrix_row);
     }
     fa_nv_cp_async_wait<0>();  // no copy may still target shared memory at exit
 

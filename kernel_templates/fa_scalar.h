@@ -5,14 +5,15 @@
 // Spec::block_q rows. For each step of Spec::block_k keys, every lane scores
 // block_k / wave-size keys, the wave agrees on the step's maximum, and the
 // rescale-margin rule decides whether the row's frame moves. Each lane then
-// accumulates its own slice of the output's head dims.
+// accumulates its own slice of the output's head dims (Spec::head_dim_v of them).
 
 template <class Spec>
 __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa_params p) {
     using element = typename Spec::element;
     constexpr int lanes = FAJIT_WAVE_SIZE;
     constexpr int head_dim = Spec::head_dim;
-    constexpr int dims_per_lane = (head_dim + lanes - 1) / lanes;
+    constexpr int value_dim = Spec::head_dim_v;  // of V and O
+    constexpr int dims_per_lane = (value_dim + lanes - 1) / lanes;
     constexpr int keys_per_lane = Spec::block_k / lanes;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
 
@@ -79,7 +80,7 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa
                         v + fa_key_offset<Spec>(p, p.v_stride, sequence, kv_head, key0 + t * lanes + source);
                     for (int c = 0; c < dims_per_lane; ++c) {
                         const int d = lane + c * lanes;
-                        if (d < head_dim) out[c] += w * fa_to_float(value_row[d]);
+                        if (d < value_dim) out[c] += w * fa_to_float(value_row[d]);
                     }
                 }
             }
@@ -90,7 +91,7 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa
         element* output_row = o + fa_row_offset(p.o_stride, sequence, head, row);
         for (int c = 0; c < dims_per_lane; ++c) {
             const int d = lane + c * lanes;
-            if (d < head_dim) output_row[d] = fa_from_float<element>(out[c] * inverse);
+            if (d < value_dim) output_row[d] = fa_from_float<element>(out[c] * inverse);
         }
         if (p.lse && lane == 0) p.lse[fa_lse_index<Spec>(p, sequence, head, row)] = lse;
         fa_wave_sync();

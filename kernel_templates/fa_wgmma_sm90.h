@@ -43,29 +43,29 @@
 // blocks step by the row stride from their first key, except paged blocks that span
 // pages (page_size < block_k), whose rows the producer looks up one by one.
 
+// Staged rows are whole 64-column blocks of the swizzle, so head dims that are no
+// multiple of 64 are padded to one.
+template <int head_dim>
+inline constexpr int fa_wgmma_staged_dim = (head_dim + 63) / 64 * 64;
+
 template <class Spec>
 struct fa_wgmma_layout {
-    // Staged rows are whole 64-column blocks of the swizzle, so head dims that are no
-    // multiple of 64 are padded (staged_dim). Q K^T reads the head dims rounded up to its
-    // 16-wide k step (scored_dim), whose padding in Q and K holds zeros written once
-    // (the copies never write it); P V covers the staged dims, and the columns of O past
-    // head_dim are never stored.
-    static constexpr int staged_dim = (Spec::head_dim + 63) / 64 * 64;
+    // Q and K rows have Spec::head_dim elements and V rows Spec::head_dim_v, each staged
+    // in whole swizzle blocks. Q K^T reads the head dims rounded up to its 16-wide k step
+    // (scored_dim), whose padding in Q and K holds zeros written once (the copies never
+    // write it); P V covers V's staged dims, and the columns of O past head_dim_v are
+    // never stored.
+    static constexpr int staged_dim = fa_wgmma_staged_dim<Spec::head_dim>;
+    static constexpr int staged_value_dim = fa_wgmma_staged_dim<Spec::head_dim_v>;
     static constexpr int scored_dim = (Spec::head_dim + 15) / 16 * 16;
-    // A copy's threads per row (fa_wgmma_copy_rows): the row's chunks rounded up to a
-    // power of two, for head dims up to 256.
-    static constexpr int copied_chunks = Spec::head_dim / 8;
-    static constexpr int copy_slots = copied_chunks <= 2    ? 2
-                                      : copied_chunks <= 4  ? 4
-                                      : copied_chunks <= 8  ? 8
-                                      : copied_chunks <= 16 ? 16
-                                                            : 32;
     static constexpr int stages = Spec::kv_stages;
     static constexpr int q_bytes = Spec::block_q * staged_dim * 2;
-    static constexpr int kv_bytes = Spec::block_k * staged_dim * 2;
-    static constexpr int tile_bytes = q_bytes + 2 * stages * kv_bytes;  // then the mbarriers
-    static constexpr int barrier_bytes = 8 * (4 * stages + 1);          // full and empty for K and V a stage, Q's
-    static constexpr int alignment = 1024;                              // slack for aligning the start
+    static constexpr int k_bytes = Spec::block_k * staged_dim * 2;
+    static constexpr int v_bytes = Spec::block_k * staged_value_dim * 2;
+    static constexpr int stage_bytes = k_bytes + v_bytes;
+    static constexpr int tile_bytes = q_bytes + stages * stage_bytes;  // then the mbarriers
+    static constexpr int barrier_bytes = 8 * (4 * stages + 1);         // full and empty for K and V a stage, Q's
+    static constexpr int alignment = 1024;                             // slack for aligning the start
     static constexpr int bytes = alignment + tile_bytes + barrier_bytes;
     static_assert(bytes <= Spec::shared_bytes, "the host reserves less shared memory than fa_wgmma_layout uses");
 
@@ -93,7 +93,16 @@ struct fa_wgmma_layout {
     }
 };
 
-// Copies `rows` rows of head_dim elements from each of `count` tensors (rows past
+// A row copy's threads per row of head_dim elements (fa_wgmma_copy_rows): the row's
+// 16-byte chunks rounded up to a power of two, for head dims up to 256.
+template <int head_dim>
+inline constexpr int fa_wgmma_copy_slots = head_dim <= 16    ? 2
+                                           : head_dim <= 32  ? 4
+                                           : head_dim <= 64  ? 8
+                                           : head_dim <= 128 ? 16
+                                                             : 32;
+
+// Copies `rows` rows of row_dim elements from each of `count` tensors (rows past
 // `valid_rows` as zeros) into swizzled tiles `tile[i]` of `rows` rows; the producer
 // warpgroup's thread `thread` of 128 does its share. The producer's warps share the
 // schedulers with the consumers', so a copy must cost few instructions: alignment and
@@ -103,18 +112,18 @@ struct fa_wgmma_layout {
 // ran 384 / 502 / 489 TFLOP/s at Lk 2K / 8K / 16K against 432 / 577 / 574 (H200).
 // `source` is an fa_nv_strided_rows or fa_nv_key_block; rows a block of keys looks up
 // (source.looked_up) are looked up only when valid.
-template <class Spec, int rows, int count, bool aligned, bool all_valid, class Rows>
+template <class Spec, int row_dim, int rows, int count, bool aligned, bool all_valid, class Rows>
 FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[count], const Rows& source,
                                      int valid_rows) {
     using layout = fa_wgmma_layout<Spec>;
     // Threads take a row's 16-byte chunks, a power of two of chunk slots a row so that
-    // the slots tile the 128 threads; the slots past head_dim copy nothing.
-    constexpr int chunks = layout::copy_slots;
+    // the slots tile the 128 threads; the slots past row_dim copy nothing.
+    constexpr int chunks = fa_wgmma_copy_slots<row_dim>;
     constexpr int rows_per_pass = 128 / chunks;
     static_assert(rows % rows_per_pass == 0, "a copy's passes cover its rows");
     const int first_row = thread / chunks;
     const int chunk = thread % chunks;
-    if (chunk >= layout::copied_chunks) return;
+    if (chunk >= row_dim / 8) return;
     long long element_offset[count];
 #pragma unroll
     for (int c = 0; c < count; ++c) element_offset[c] = first_row * source.row_stride[c] + chunk * 8;
@@ -135,15 +144,15 @@ FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[coun
     }
 }
 
-template <class Spec, int rows, int count, class Rows>
+template <class Spec, int row_dim, int rows, int count, class Rows>
 FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[count], const Rows& source, int valid_rows,
                                      bool aligned) {
     if (!aligned)
-        fa_wgmma_copy_rows<Spec, rows, count, false, false>(thread, tile, source, valid_rows);
+        fa_wgmma_copy_rows<Spec, row_dim, rows, count, false, false>(thread, tile, source, valid_rows);
     else if (valid_rows >= rows)
-        fa_wgmma_copy_rows<Spec, rows, count, true, true>(thread, tile, source, valid_rows);
+        fa_wgmma_copy_rows<Spec, row_dim, rows, count, true, true>(thread, tile, source, valid_rows);
     else
-        fa_wgmma_copy_rows<Spec, rows, count, true, false>(thread, tile, source, valid_rows);
+        fa_wgmma_copy_rows<Spec, row_dim, rows, count, true, false>(thread, tile, source, valid_rows);
 }
 
 // A block's n-th query tile: tile t counts query tiles from the last one, all heads and
@@ -189,20 +198,22 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     constexpr int block_k = Spec::block_k;
     constexpr int stages = layout::stages;
     constexpr int groups = layout::groups;
-    constexpr int staged_dim = layout::staged_dim;
-    constexpr int dim_slices = layout::scored_dim / 16;      // k steps of Q K^T
-    constexpr int key_tiles = block_k / 8;                   // 8-column tiles of S
-    constexpr int key_slices = block_k / 16;                 // k steps of P V
-    constexpr int out_n = staged_dim % 128 == 0 ? 128 : 64;  // head dims one P V wgmma covers
-    constexpr int out_chunks = staged_dim / out_n;
+    constexpr int head_dim = Spec::head_dim;
+    constexpr int value_dim = Spec::head_dim_v;
+    constexpr int staged_value_dim = layout::staged_value_dim;     // O's columns
+    constexpr int dim_slices = layout::scored_dim / 16;            // k steps of Q K^T
+    constexpr int key_tiles = block_k / 8;                         // 8-column tiles of S
+    constexpr int key_slices = block_k / 16;                       // k steps of P V
+    constexpr int out_n = staged_value_dim % 128 == 0 ? 128 : 64;  // head dims one P V wgmma covers
+    constexpr int out_chunks = staged_value_dim / out_n;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
 
     extern __shared__ __align__(128) unsigned char fa_wgmma_shared[];
     const unsigned int shared = (fa_nv_shared_address(fa_wgmma_shared) + (layout::alignment - 1)) &
                                 ~static_cast<unsigned int>(layout::alignment - 1);
     const unsigned int q_tile = shared;
-    const auto k_tile = [&](int stage) { return shared + layout::q_bytes + 2u * stage * layout::kv_bytes; };
-    const auto v_tile = [&](int stage) { return k_tile(stage) + layout::kv_bytes; };
+    const auto k_tile = [&](int stage) { return shared + layout::q_bytes + stage * layout::stage_bytes; };
+    const auto v_tile = [&](int stage) { return k_tile(stage) + layout::k_bytes; };
     // Barriers of tensor `keys` or `values` of a stage. full: the stage's K (or V) has
     // landed, every producer thread's copies; empty: every consumer warp is done reading
     // it. A step's P V runs beside the next step's Q K^T, so a stage's K is done a half
@@ -287,37 +298,48 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             const element* v = fa_key_rows_start<Spec, element>(p, p.v, p.v_stride, sequence, kv_head);
             if (q_fills > 0) fa_sm90_mbarrier_wait(q_empty, (q_fills - 1) % 2);
             ++q_fills;
-            fa_wgmma_load_rows<Spec, block_q, 1>(thread, {q_tile}, fa_nv_strided_rows<element, 1>{{q}, {p.q_stride[2]}},
-                                                 sequence.len_q - tile.row0, aligned);
+            fa_wgmma_load_rows<Spec, head_dim, block_q, 1>(thread, {q_tile},
+                                                           fa_nv_strided_rows<element, 1>{{q}, {p.q_stride[2]}},
+                                                           sequence.len_q - tile.row0, aligned);
 #pragma unroll 1
             for (int step = 0; step < steps; ++step, ++fill) {
                 const int key0 = (blocks.first + step) * block_k;
                 const int valid_keys = sequence.len_k - key0;
-                // One pass over a step's rows copies K and V when they share barriers; the
-                // separate passes K and V need otherwise measured slower at d=128 (301 / 385 /
-                // 400 TFLOP/s against 337 / 452 / 462 at Lk 2K / 8K / 16K).
+                const auto load_keys = [&] {
+                    fa_wgmma_load_rows<Spec, head_dim, block_k, 1>(
+                        thread, {k_tile(fill % stages)},
+                        fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {k}, {p.k_stride}), valid_keys,
+                        aligned);
+                };
+                const auto load_values = [&] {
+                    fa_wgmma_load_rows<Spec, value_dim, block_k, 1>(
+                        thread, {v_tile(fill % stages)},
+                        fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {v}, {p.v_stride}), valid_keys,
+                        aligned);
+                };
+                // One pass over a step's rows copies K and V when they share barriers and a
+                // row width; the separate passes K and V need otherwise measured slower at
+                // d=128 (301 / 385 / 400 TFLOP/s against 337 / 452 / 462 at Lk 2K / 8K / 16K).
                 if constexpr (kv_barriers == 1) {
                     wait_released(keys, fill);
-                    fa_wgmma_load_rows<Spec, block_k, 2>(
-                        thread, {k_tile(fill % stages), v_tile(fill % stages)},
-                        fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v},
-                                                             {p.k_stride, p.v_stride}),
-                        valid_keys, aligned);
+                    if constexpr (value_dim == head_dim) {
+                        fa_wgmma_load_rows<Spec, head_dim, block_k, 2>(
+                            thread, {k_tile(fill % stages), v_tile(fill % stages)},
+                            fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v},
+                                                                 {p.k_stride, p.v_stride}),
+                            valid_keys, aligned);
+                    } else {
+                        load_keys();
+                        load_values();
+                    }
                     arrive_loaded(keys, fill);
                 } else {
-#pragma unroll
-                    for (int tensor = keys; tensor <= values; ++tensor) {
-                        wait_released(tensor, fill);
-                        const bool is_k = tensor == keys;
-                        // The block is chosen whole, as the pointers were before: choosing its
-                        // start and strides apart cost a 64-bit add per chunk (PTX, d=256).
-                        fa_wgmma_load_rows<Spec, block_k, 1>(
-                            thread, {is_k ? k_tile(fill % stages) : v_tile(fill % stages)},
-                            is_k ? fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {k}, {p.k_stride})
-                                 : fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {v}, {p.v_stride}),
-                            valid_keys, aligned);
-                        arrive_loaded(tensor, fill);
-                    }
+                    wait_released(keys, fill);
+                    load_keys();
+                    arrive_loaded(keys, fill);
+                    wait_released(values, fill);
+                    load_values();
+                    arrive_loaded(values, fill);
                 }
             }
         }
@@ -350,7 +372,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     const unsigned long long my_q = fa_sm90_descriptor(q_tile + 64u * 128u * group, 16, 1024);
     const unsigned long long first_k = fa_sm90_descriptor(k_tile(0), 16, 1024);
     const unsigned long long first_v = fa_sm90_descriptor(v_tile(0), block_k * 128u, 1024);
-    const auto stage_bytes = [&](int fill) { return static_cast<unsigned int>(fill % stages) * 2u * layout::kv_bytes; };
+    const auto stage_bytes = [&](int fill) { return static_cast<unsigned int>(fill % stages * layout::stage_bytes); };
     // S = Q K^T, committed as one group. Head dims 16s .. 16s+15 are chunks 2s, 2s+1:
     // column block s/4, 32(s%4) bytes in.
     const auto issue_scores = [&](int fill, float(&score)[block_k / 2]) {
@@ -364,7 +386,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         }
         fa_sm90_commit();
     };
-    float out[staged_dim / 2];
+    float out[staged_value_dim / 2];
     // O += P V, committed as one group. Keys 16s .. 16s+15 are rows 16s.. of V; head
     // dims c*out_n.. start column block c*out_n/64, and the column blocks of one wgmma
     // are block_k rows apart.
@@ -383,7 +405,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
     };
     const auto rescale = [&](const float(&correction)[2]) {
 #pragma unroll
-        for (int i = 0; i < staged_dim / 2; ++i) out[i] *= correction[(i % 4) / 2];
+        for (int i = 0; i < staged_value_dim / 2; ++i) out[i] *= correction[(i % 4) / 2];
     };
     int first_fill = 0;  // the fill of the tile's step 0
 #pragma unroll 1
@@ -397,7 +419,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         float frame[2] = {fa_neg_inf(), fa_neg_inf()};
         float sum[2] = {0.0f, 0.0f};
 #pragma unroll
-        for (int i = 0; i < staged_dim / 2; ++i) out[i] = 0.0f;
+        for (int i = 0; i < staged_value_dim / 2; ++i) out[i] = 0.0f;
 
         // Masks, moves frames and turns S into unrounded P in place; returns whether O
         // must be rescaled by `correction` before the next P V.
@@ -473,7 +495,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             release(empty(values, fill));
         }
         first_fill += steps;
-        fa_m16n8_store<Spec, staged_dim / 8>(p, tile.sequence, tile.head, my_row, out, frame, sum);
+        fa_m16n8_store<Spec, staged_value_dim / 8>(p, tile.sequence, tile.head, my_row, out, frame, sum);
     }
     if (group == 0) my_turn();  // takes the last group's last pass, so no arrival outlives the block
 }

@@ -225,7 +225,7 @@ FAJIT_DEVICE void fa_m16n8_pack(const float (&p)[4 * key_tiles], unsigned int (&
 
 // Normalizes and stores the lane's two rows of O (first row `row` of the sequence), and
 // their LSE; rows at or past the sequence's len_q are not stored, nor the tiles of dims
-// past Spec::head_dim (a kernel's padding to its instruction shape).
+// past Spec::head_dim_v (a kernel's padding to its instruction shape).
 template <class Spec, int dim_tiles>
 FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, const fa_sequence& sequence, int head, int row,
                                  const float (&out)[4 * dim_tiles], const float (&frame)[2], const float (&sum)[2]) {
@@ -244,7 +244,7 @@ FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, const fa_sequence& sequence
         const float inverse = fa_row_normalizer<Spec>(p, head, frame[h], total, lse);
         T* out_row = o + r * p.o_stride[2] + 2 * t;
 #pragma unroll
-        for (int n = 0; n < Spec::head_dim / 8; ++n) {
+        for (int n = 0; n < Spec::head_dim_v / 8; ++n) {
             const float lo = out[4 * n + 2 * h] * inverse;
             const float hi = out[4 * n + 2 * h + 1] * inverse;
             if (aligned) {

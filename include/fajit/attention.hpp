@@ -74,7 +74,8 @@ struct AttentionArgs {
     int heads_kv = 0;  // heads_q must be a multiple (grouped-query attention)
     int len_q = 0;
     int len_k = 0;
-    int head_dim = 0;
+    int head_dim = 0;    // of q and k
+    int head_dim_v = 0;  // of v and o where it differs (MLA prefill: 192 / 128); 0: head_dim
     Strides q_strides, k_strides, v_strides, o_strides;
     float scale = 0.0f;  // softmax scale, typically 1/sqrt(head_dim)
     CausalMode causal = CausalMode::none;
@@ -93,7 +94,7 @@ struct AttentionArgs {
 
 // Empty when args are usable; else a message naming the bad field and its value.
 // Pointers must be aligned to their element; a dimension of more than one element must have
-// a stride of 0 (broadcast, inputs only) or at least head_dim, so rows never overlap.
+// a stride of 0 (broadcast, inputs only) or at least its row's head dim, so rows never overlap.
 std::string check_arguments(const AttentionArgs&);
 
 }  // namespace fajit

@@ -147,7 +147,7 @@ typedef struct fajit_attention_args {
     int32_t heads_kv; /* >= 1 */
     int32_t len_q;    /* >= 1 */
     int32_t len_k;    /* >= 1 */
-    int32_t head_dim; /* 16..256 in steps of 8 */
+    int32_t head_dim; /* of q and k (and v and o unless head_dim_v says otherwise): 16..256 in steps of 8 */
     int32_t causal;   /* FAJIT_CAUSAL_* */
     float scale;      /* softmax scale, finite; typically 1/sqrt(head_dim) */
     int32_t device;   /* device ordinal within the backend that runs (CUDA or HIP numbering) */
@@ -174,6 +174,10 @@ typedef struct fajit_attention_args {
     float softcap;      /* > 0: each scaled score s becomes softcap * tanh(s / softcap); 0: none */
     const float* sinks; /* device pointer to [heads_q] f32 sink logits, whose exp joins each
                          * row's softmax denominator (and LSE); NULL: none */
+    /* The head dim of v and o where it differs from q's and k's head_dim (DeepSeek's MLA
+     * prefill: 192 for q and k, 128 for v and o); 16..256 in steps of 8, or 0 for head_dim.
+     * v and o then have head_dim_v elements per row in the shapes above. */
+    int32_t head_dim_v;
 } fajit_attention_args;
 
 /* The library's version, e.g. "0.1.0". Never NULL. */

@@ -28,7 +28,8 @@ struct KernelSpec {
     // The kernel family by name, as spec text spells it; the library's family registry
     // lists them (fa-jit emit --help, or an error from parse_spec naming the choices).
     std::string family;
-    int head_dim = 128;
+    int head_dim = 128;  // of Q and K
+    int head_dim_v = 0;  // of V and O where it differs from head_dim (MLA's 192/128), else 0
     DType dtype = DType::f16;
     int block_q = 4;   // query rows per thread block
     int block_k = 64;  // keys per block step; the rescale decision is made once per step
@@ -47,12 +48,16 @@ struct KernelSpec {
     bool operator==(const KernelSpec&) const = default;
 };
 
+// The head dim of V and O.
+inline int value_head_dim(const KernelSpec& spec) { return spec.head_dim_v ? spec.head_dim_v : spec.head_dim; }
+
 // The canonical text form, e.g.
 //   family=scalar,d=128,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=bottom-right,arch=gfx1151
 //   family=scalar,d=128,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=none,kv=paged,page=16,arch=sm_90a
 //   family=mma-sm80,d=256,dtype=bf16,bq=128,bk=64,waves=8,margin=10,causal=bottom-right,window=1,softcap=1,arch=sm_90a
-// kv (and page) appear only for the batched layouts and window, softcap and sinks only
-// when on, so plain dense specs read as they always did. arch comes last so the
+//   family=wgmma-sm90,d=192,dv=128,dtype=bf16,bq=128,bk=64,waves=8,margin=10,causal=bottom-right,arch=sm_90a
+// dv appears only where it differs from d, kv (and page) only for the batched layouts and
+// window, softcap and sinks only when on, so plain dense specs read as they always did. arch comes last so the
 // variable-length target name ends the line.
 std::string to_string(const KernelSpec&);
 

@@ -30,6 +30,7 @@ AttentionArgs to_attention_args(const fajit_attention_args* args) {
     converted.len_q = args->len_q;
     converted.len_k = args->len_k;
     converted.head_dim = args->head_dim;
+    converted.head_dim_v = args->head_dim_v;
     converted.q_strides = to_strides(args->q_strides);
     converted.k_strides = to_strides(args->k_strides);
     converted.v_strides = to_strides(args->v_strides);

@@ -59,6 +59,7 @@ std::string specialization(const KernelSpec& spec, const SharedLayout& layout) {
     text += "struct fajit_spec {\n";
     text += "    using element = " + std::string(element_type(spec.dtype)) + ";\n";
     text += "    static constexpr int head_dim = " + std::to_string(spec.head_dim) + ";\n";
+    text += "    static constexpr int head_dim_v = " + std::to_string(value_head_dim(spec)) + ";\n";
     text += "    static constexpr int block_q = " + std::to_string(spec.block_q) + ";\n";
     text += "    static constexpr int block_k = " + std::to_string(spec.block_k) + ";\n";
     text += "    static constexpr int waves = " + std::to_string(spec.waves) + ";\n";

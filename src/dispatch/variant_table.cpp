@@ -23,6 +23,7 @@ KernelSpec variant_spec(const FamilyDescriptor& family, const ShapeClass& shape,
     spec.family = std::string(family.name);
     spec.arch = std::string(arch);
     spec.head_dim = shape.head_dim;
+    spec.head_dim_v = shape.head_dim_v;
     spec.dtype = shape.dtype;
     spec.causal = shape.causal;
     spec.kv_layout = shape.kv_layout;

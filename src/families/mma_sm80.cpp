@@ -1,6 +1,8 @@
 // mma-sm80: FlashAttention-2 style mma.sync m16n8k16 with ldmatrix and a cp.async
 // pipeline, for NVIDIA sm_80 and later; any head dim the spec allows, padded to 16 inside
 // the kernel.
+#include <algorithm>
+
 #include "families/family_rules.hpp"
 #include "spec/arch.hpp"
 #include "spec/spec_fields.hpp"
@@ -20,10 +22,10 @@ std::string check(const KernelSpec& spec) {
                                " or " + std::to_string(32 * spec.waves) + ")");
     if (spec.block_k < 16 || spec.block_k % 16 != 0 || spec.block_k > 128)
         return field_error("bk", std::to_string(spec.block_k), "family mma-sm80 needs a multiple of 16, at most 128");
-    // Each lane holds rows/warp * (d + bk) / 32 f32 accumulators (O and S). At 192
+    // Each lane holds rows/warp * (dv + bk) / 32 f32 accumulators (O and S). At 192
     // (32 rows, d=128, bk=64) ptxas already spills; 160 compiles clean at every head dim
     // (tools/tiles/mma_sm80.md lists the register counts).
-    const int accumulators = spec.block_q / spec.waves * (padded_head_dim(spec.head_dim) + spec.block_k) / 32;
+    const int accumulators = spec.block_q / spec.waves * (padded_head_dim(value_head_dim(spec)) + spec.block_k) / 32;
     if (accumulators > 160)
         return field_error("bk", std::to_string(spec.block_k),
                            "family mma-sm80 would hold " + std::to_string(accumulators) +
@@ -32,14 +34,18 @@ std::string check(const KernelSpec& spec) {
 }
 
 // fa_mma_layout: Q plus `kv_stages` K and V buffers; rows of the padded head dim's
-// 16-byte chunks plus one chunk of padding. Head dim 64 tiles are small enough for a
+// (V: of dv's) 16-byte chunks plus one chunk of padding. Head dim 64 tiles are small enough for a
 // third buffer at two blocks per SM.
 SharedLayout shared_layout(const KernelSpec& spec) {
-    const int padded = padded_head_dim(spec.head_dim);
-    const unsigned row_bytes = 16u * (static_cast<unsigned>(padded) / 8u + 1u);
-    const int stages = padded <= 64 ? 3 : 2;
-    const unsigned rows = static_cast<unsigned>(spec.block_q + 2 * stages * spec.block_k);
-    return {row_bytes * rows, true, {{{"kv_stages", stages}}}};
+    const auto row_bytes = [](int head_dim) {
+        return 16u * (static_cast<unsigned>(padded_head_dim(head_dim)) / 8u + 1u);
+    };
+    const int stages = std::max(padded_head_dim(spec.head_dim), padded_head_dim(value_head_dim(spec))) <= 64 ? 3 : 2;
+    const unsigned q_and_k_rows = static_cast<unsigned>(spec.block_q + stages * spec.block_k);
+    const unsigned v_rows = static_cast<unsigned>(stages * spec.block_k);
+    return {row_bytes(spec.head_dim) * q_and_k_rows + row_bytes(value_head_dim(spec)) * v_rows,
+            true,
+            {{{"kv_stages", stages}}}};
 }
 
 // The measured table; tools/tiles/mma_sm80.md records the candidates and timings. Up to
@@ -51,8 +57,9 @@ SharedLayout shared_layout(const KernelSpec& spec) {
 // Head dims between those measured take the tiles of the next one up, whose accumulators
 // they do not exceed (32 rows per warp hold d + bk of them: up to d=96 with 64-key steps,
 // and up to 128 with 32-key steps).
+// With a V head dim of its own, the wider of the two picks the tiles.
 Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
-    const int padded = padded_head_dim(shape.head_dim);
+    const int padded = std::max(padded_head_dim(shape.head_dim), padded_head_dim(shape.head_dim_v));
     // A window's second mask edge or a soft-cap's per-score tanh adds registers: with two
     // 16-row tiles per warp past head dim 96 they spilled (sm_80, d=128: 36 to 48 bytes),
     // so those kernels keep one tile per warp.
@@ -62,6 +69,7 @@ Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
     const Tile wide = {128, padded > 128 ? 64 : 128, 8};
     KernelSpec spec;
     spec.head_dim = shape.head_dim;
+    spec.head_dim_v = shape.head_dim_v;
     spec.block_q = wide.block_q;
     spec.block_k = wide.block_k;
     spec.waves = wide.waves;
@@ -77,6 +85,7 @@ extern const FamilyDescriptor mma_sm80_family = {
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
     .head_dims = every_head_dim,
+    .takes_head_dim_v = true,
     .kv_layouts = kv_layouts,
     .targets = "NVIDIA targets sm_80 or later",
     .compiles_for = sm80_or_newer,

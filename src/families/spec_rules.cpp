@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "families/family_rules.hpp"
 #include "families/registry.hpp"
 #include "spec/arch.hpp"
 #include "spec/spec_fields.hpp"
@@ -84,6 +85,16 @@ std::string validate(const KernelSpec& spec) {
     if (std::find(family->head_dims.begin(), family->head_dims.end(), spec.head_dim) == family->head_dims.end())
         return field_error("d", std::to_string(spec.head_dim),
                            "family " + name + " supports head dims " + describe_head_dims(family->head_dims));
+    if (spec.head_dim_v != 0) {
+        if (std::find(every_head_dim.begin(), every_head_dim.end(), spec.head_dim_v) == every_head_dim.end())
+            return field_error("dv", std::to_string(spec.head_dim_v), "must be 16..256 in steps of 8");
+        if (spec.head_dim_v == spec.head_dim)
+            return field_error("dv", std::to_string(spec.head_dim_v), "equals d: leave dv out (0)");
+        if (!family->takes_head_dim_v)
+            return field_error(
+                "dv", std::to_string(spec.head_dim_v),
+                "family " + name + " needs V's head dim equal to d (" + std::to_string(spec.head_dim) + ")");
+    }
     if (std::find(family->dtypes.begin(), family->dtypes.end(), spec.dtype) == family->dtypes.end())
         return field_error("dtype", std::string(to_string(spec.dtype)),
                            "family " + name + " supports " + describe_dtypes(family->dtypes));
@@ -97,6 +108,7 @@ KernelSpec with_family_defaults(KernelSpec spec) {
     shape.window = spec.window;
     shape.softcap = spec.softcap;
     shape.sinks = spec.sinks;
+    shape.head_dim_v = spec.head_dim_v;
     return with_tile(spec, family_of(spec).choose_tile(shape, spec.arch));
 }
 

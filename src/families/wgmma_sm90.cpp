@@ -32,14 +32,15 @@ std::string check(const KernelSpec& spec) {
             "family wgmma-sm90 needs 64 query rows per warpgroup (" + std::to_string(16 * spec.waves) + ")");
     if (spec.block_k != 64 && spec.block_k != 128)
         return field_error("bk", std::to_string(spec.block_k), "family wgmma-sm90 needs 64 or 128");
-    // While a step's P V runs, a consumer lane holds O (d/2 f32 of the staged d), the next step's S
+    // While a step's P V runs, a consumer lane holds O (dv/2 f32 of the staged dv), the next step's S
     // (bk/2 f32) and P (bk/4 packed pairs): d/2 + 3bk/4 registers. The limits are the
     // largest such counts ptxas fits in what the consumers get (fa_wgmma_layout: 240,
     // 224 and 152 registers for 1 to 3 warpgroups) without spills or serialized wgmma;
     // tests/mma checks every candidate.
     const int groups = spec.waves / 4;
     const int register_limit = groups <= 2 ? 176 : 112;
-    if (const int registers = staged_head_dim(spec.head_dim) / 2 + 3 * spec.block_k / 4; registers > register_limit)
+    if (const int registers = staged_head_dim(value_head_dim(spec)) / 2 + 3 * spec.block_k / 4;
+        registers > register_limit)
         return field_error("bk", std::to_string(spec.block_k),
                            "family wgmma-sm90 would hold " + std::to_string(registers) +
                                " accumulator registers per lane (at most " + std::to_string(register_limit) + " with " +
@@ -48,11 +49,11 @@ std::string check(const KernelSpec& spec) {
 }
 
 // Two warpgroups of 64 rows taking turns on the tensor cores, with 128-key steps; past
-// a staged d of 128 the registers allow 64-key steps only. tools/tiles/wgmma_sm90.md records the
+// a staged dv of 128 the registers allow 64-key steps only. tools/tiles/wgmma_sm90.md records the
 // candidates and timings. A warpgroup computes 64 rows at once, so short query runs
 // cost the same tile.
 Tile choose_tile(const ShapeClass& shape, std::string_view) {
-    return {128, staged_head_dim(shape.head_dim) > 128 ? 64 : 128, 8};
+    return {128, staged_head_dim(shape.head_dim_v ? shape.head_dim_v : shape.head_dim) > 128 ? 64 : 128, 8};
 }
 
 // fa_wgmma_layout: Q plus `kv_stages` K, V buffers of unpadded swizzled rows, as many as
@@ -61,8 +62,9 @@ Tile choose_tile(const ShapeClass& shape, std::string_view) {
 SharedLayout shared_layout(const KernelSpec& spec) {
     constexpr unsigned alignment = 1024, stage_barrier_bytes = 32, q_barrier_bytes = 8, most_stages = 4;
     const unsigned row_bytes = 2u * static_cast<unsigned>(staged_head_dim(spec.head_dim));
+    const unsigned value_row_bytes = 2u * static_cast<unsigned>(staged_head_dim(value_head_dim(spec)));
     const unsigned q_bytes = row_bytes * static_cast<unsigned>(spec.block_q);
-    const unsigned stage_bytes = 2u * row_bytes * static_cast<unsigned>(spec.block_k);
+    const unsigned stage_bytes = (row_bytes + value_row_bytes) * static_cast<unsigned>(spec.block_k);
     const unsigned room = 227u * 1024u - alignment - most_stages * stage_barrier_bytes - q_barrier_bytes - q_bytes;
     const unsigned stages = std::clamp(room / stage_bytes, 2u, most_stages);
     return {alignment + q_bytes + stages * (stage_bytes + stage_barrier_bytes) + q_barrier_bytes,
@@ -91,6 +93,7 @@ extern const FamilyDescriptor wgmma_sm90_family = {
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
     .head_dims = every_head_dim,
+    .takes_head_dim_v = true,
     .kv_layouts = kv_layouts,
     .targets = "the NVIDIA target sm_90a",
     .compiles_for = sm90a,

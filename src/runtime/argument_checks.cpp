@@ -24,8 +24,9 @@ std::string hex(const void* pointer) {
     return text;
 }
 
+// head_dim: the elements of the tensor's rows, named dim_name in messages.
 std::string check_strides(std::string_view tensor, const Strides& strides, int batch, int heads, int length,
-                          int head_dim, bool written) {
+                          std::string_view dim_name, int head_dim, bool written) {
     // Messages are built only on failure: this runs on every call.
     const auto name = [&](std::string_view dimension) {
         return std::string(tensor) + "_strides." + std::string(dimension);
@@ -39,12 +40,13 @@ std::string check_strides(std::string_view tensor, const Strides& strides, int b
         if (extent == 1) continue;
         if (written && stride < head_dim)
             return field(name(dimension), std::to_string(stride),
-                         "output rows would overlap: must be at least head_dim (" + std::to_string(head_dim) + ")");
+                         "output rows would overlap: must be at least " + std::string(dim_name) + " (" +
+                             std::to_string(head_dim) + ")");
         if (stride != 0 && stride < head_dim)
             return field(name(dimension), std::to_string(stride),
                          "rows would overlap within the contiguous head dimension: must be 0 (broadcast) or at "
-                         "least head_dim (" +
-                             std::to_string(head_dim) + ")");
+                         "least " +
+                             std::string(dim_name) + " (" + std::to_string(head_dim) + ")");
     }
     // Overflow builtins rather than a division per dimension: twelve divisions were most
     // of the cost of a call's checks.
@@ -184,6 +186,9 @@ std::string check_arguments(const AttentionArgs& args) {
         return field("batch", std::to_string(args.batch), "at most 65535 (one grid dimension)");
     if (args.head_dim < 16 || args.head_dim > 256 || args.head_dim % 8 != 0)
         return field("head_dim", std::to_string(args.head_dim), "supported head dims are 16..256 in steps of 8");
+    if (args.head_dim_v != 0 && (args.head_dim_v < 16 || args.head_dim_v > 256 || args.head_dim_v % 8 != 0))
+        return field("head_dim_v", std::to_string(args.head_dim_v),
+                     "supported head dims are 16..256 in steps of 8, or 0 for head_dim");
     if (args.dtype != DType::f16 && args.dtype != DType::bf16 && args.dtype != DType::f32)
         return field("dtype", std::to_string(static_cast<int>(args.dtype)), "expected f16, bf16 or f32");
     if (args.causal != CausalMode::none && args.causal != CausalMode::top_left &&
@@ -215,14 +220,17 @@ std::string check_arguments(const AttentionArgs& args) {
     if (auto error = check_lse(args); !error.empty()) return error;
 
     const Extents queries = query_extents(args), keys = key_extents(args);
-    const std::tuple<std::string_view, const Strides&, const Extents&, bool> tensors[] = {
-        {"q", args.q_strides, queries, false},
-        {"k", args.k_strides, keys, false},
-        {"v", args.v_strides, keys, false},
-        {"o", args.o_strides, queries, true}};
-    for (const auto& [name, strides, extents, written] : tensors)
-        if (auto error =
-                check_strides(name, strides, extents.batch, extents.heads, extents.length, args.head_dim, written);
+    const bool own_value_dim = args.head_dim_v != 0;
+    const std::string_view value_dim_name = own_value_dim ? "head_dim_v" : "head_dim";
+    const int value_dim = own_value_dim ? args.head_dim_v : args.head_dim;
+    const std::tuple<std::string_view, const Strides&, const Extents&, std::string_view, int, bool> tensors[] = {
+        {"q", args.q_strides, queries, "head_dim", args.head_dim, false},
+        {"k", args.k_strides, keys, "head_dim", args.head_dim, false},
+        {"v", args.v_strides, keys, value_dim_name, value_dim, false},
+        {"o", args.o_strides, queries, value_dim_name, value_dim, true}};
+    for (const auto& [name, strides, extents, dim_name, row_elements, written] : tensors)
+        if (auto error = check_strides(name, strides, extents.batch, extents.heads, extents.length, dim_name,
+                                       row_elements, written);
             !error.empty())
             return error;
     return {};

@@ -61,6 +61,7 @@ std::string to_string(const KernelSpec& spec) {
     std::string text;
     text += "family=" + spec.family;
     text += ",d=" + std::to_string(spec.head_dim);
+    if (spec.head_dim_v) text += ",dv=" + std::to_string(spec.head_dim_v);
     text += ",dtype=" + std::string(to_string(spec.dtype));
     text += ",bq=" + std::to_string(spec.block_q);
     text += ",bk=" + std::to_string(spec.block_k);
@@ -94,8 +95,9 @@ SpecFields read_spec_fields(std::string_view text) {
         if (!inserted) return fail(it->first + ": given twice");
     }
     for (const auto& [name, value] : fields) {
-        static constexpr std::string_view known[] = {"family", "d",  "dtype", "bq",     "bk",      "waves", "margin",
-                                                     "causal", "kv", "page",  "window", "softcap", "sinks", "arch"};
+        static constexpr std::string_view known[] = {"family", "d",      "dv",      "dtype",  "bq",
+                                                     "bk",     "waves",  "margin",  "causal", "kv",
+                                                     "page",   "window", "softcap", "sinks",  "arch"};
         if (std::find(std::begin(known), std::end(known), name) == std::end(known))
             return fail(field_error(name, value, "unknown field"));
     }
@@ -107,6 +109,12 @@ SpecFields read_spec_fields(std::string_view text) {
     spec.family = fields["family"];
     spec.arch = fields["arch"];
     if (!read_number(fields["d"], spec.head_dim)) return fail(field_error("d", fields["d"], "expected an integer"));
+    // dv equal to d is the same kernel as no dv: read it as none, the one canonical form.
+    if (auto it = fields.find("dv"); it != fields.end()) {
+        if (!read_number(it->second, spec.head_dim_v))
+            return fail(field_error("dv", it->second, "expected an integer"));
+        if (spec.head_dim_v == spec.head_dim) spec.head_dim_v = 0;
+    }
     const auto dtype = parse_dtype(fields["dtype"]);
     if (!dtype) return fail(field_error("dtype", fields["dtype"], "expected f16, bf16 or f32"));
     spec.dtype = *dtype;

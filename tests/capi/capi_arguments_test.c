@@ -128,6 +128,7 @@ MUTATION(window_extents_without_window, a->window_left = 5)
 MUTATION(softcap_negative, a->softcap = -1.0f)
 MUTATION(softcap_nan, a->softcap = NAN)
 MUTATION(sinks_misaligned, a->sinks = (const float*)(uintptr_t)0x900002)
+MUTATION(head_dim_v_unaligned, a->head_dim_v = 12)
 MUTATION(struct_size_zero, a->struct_size = 0)
 MUTATION(struct_size_older, a->struct_size = sizeof(fajit_attention_args) - 8)
 
@@ -194,6 +195,7 @@ static const struct malformed_case cases[] = {
     {"negative softcap", softcap_negative, "softcap=-1"},
     {"NaN softcap", softcap_nan, "softcap=nan"},
     {"misaligned sinks", sinks_misaligned, "sinks=0x900002"},
+    {"V head dim not a multiple of 8", head_dim_v_unaligned, "head_dim_v=12"},
     {"struct_size zero", struct_size_zero, "struct_size=0"},
     {"struct_size of an older header", struct_size_older, "struct_size="},
 };

@@ -343,3 +343,29 @@ TEST_CASE("decode-mma splits to one wave of the blocks an SM holds at once") {
     spec = spec_of(128);
     CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 32);  // 264 slots, but splits of 256 keys
 }
+
+TEST_CASE("a V head dim of its own runs on the families that take one, the others yielding") {
+    ShapeClass mla = shape(192, DType::bf16);
+    mla.head_dim_v = 128;
+    // DeepSeek's MLA prefill on Hopper: wgmma, with the 128-key steps a staged dv of 128 allows.
+    const auto hopper = select_variant("sm_90a", mla, defaults());
+    CHECK(hopper.spec.family == "wgmma-sm90");
+    CHECK(hopper.spec.head_dim_v == 128);
+    CHECK(hopper.fallback_reason.empty());
+    check_tile(hopper.spec, 128, 128, 8);
+    CHECK(select_variant("sm_80", mla, defaults()).spec.family == "mma-sm80");
+
+    // The decode families need dv = d: decode calls pass on to the prefill rows, quietly.
+    ShapeClass decode = mla;
+    decode.query_length = QueryLength::decode;
+    decode.decode_rows = 4;
+    const auto decoded = select_variant("sm_90a", decode, defaults());
+    CHECK(decoded.spec.family == "wgmma-sm90");
+    CHECK(decoded.fallback_reason.empty());
+
+    // wmma-gfx11 needs dv = d too: on gfx11 such calls fall back to scalar, saying why.
+    const auto gfx11 = select_variant("gfx1151", mla, defaults());
+    CHECK(gfx11.spec.family == "scalar");
+    CHECK(gfx11.spec.head_dim_v == 128);
+    CHECK(gfx11.fallback_reason.find("dv=128") != std::string::npos);
+}

@@ -44,37 +44,40 @@ Strides strides_for(Layout layout, int heads, int length, int head_dim) {
     return {};
 }
 
-std::size_t storage_elements(const CaseShape& shape, int heads, int length) {
-    const Strides s = strides_for(shape.layout, heads, length, shape.head_dim);
+// Tensors of rows of row_dim elements: head_dim for q and k, value_dim for v and o.
+std::size_t storage_elements(const CaseShape& shape, int heads, int length, int row_dim) {
+    const Strides s = strides_for(shape.layout, heads, length, row_dim);
     return static_cast<std::size_t>((shape.batch - 1) * s.batch + (heads - 1) * s.head + (length - 1) * s.sequence +
-                                    shape.head_dim);
+                                    row_dim);
 }
 
 // Packs logical values into the layout's storage, encoded as the element type.
-std::vector<unsigned char> pack(const CaseShape& shape, const std::vector<float>& values, int heads, int length) {
-    const Strides s = strides_for(shape.layout, heads, length, shape.head_dim);
+std::vector<unsigned char> pack(const CaseShape& shape, const std::vector<float>& values, int heads, int length,
+                                int row_dim) {
+    const Strides s = strides_for(shape.layout, heads, length, row_dim);
     const std::size_t bytes = element_bytes(shape.dtype);
-    std::vector<unsigned char> storage(storage_elements(shape, heads, length) * bytes, 0);
+    std::vector<unsigned char> storage(storage_elements(shape, heads, length, row_dim) * bytes, 0);
     for (int b = 0; b < shape.batch; ++b)
         for (int h = 0; h < heads; ++h)
             for (int t = 0; t < length; ++t)
-                for (int d = 0; d < shape.head_dim; ++d) {
-                    const float value = values[logical_index(heads, length, shape.head_dim, b, h, t, d)];
+                for (int d = 0; d < row_dim; ++d) {
+                    const float value = values[logical_index(heads, length, row_dim, b, h, t, d)];
                     const std::size_t offset = static_cast<std::size_t>(b * s.batch + h * s.head + t * s.sequence + d);
                     store_element(shape.dtype, storage.data(), offset, value);
                 }
     return storage;
 }
 
-std::vector<double> unpack(const CaseShape& shape, const std::vector<unsigned char>& storage, int heads, int length) {
-    const Strides s = strides_for(shape.layout, heads, length, shape.head_dim);
-    std::vector<double> values(static_cast<std::size_t>(shape.batch) * heads * length * shape.head_dim);
+std::vector<double> unpack(const CaseShape& shape, const std::vector<unsigned char>& storage, int heads, int length,
+                           int row_dim) {
+    const Strides s = strides_for(shape.layout, heads, length, row_dim);
+    std::vector<double> values(static_cast<std::size_t>(shape.batch) * heads * length * row_dim);
     for (int b = 0; b < shape.batch; ++b)
         for (int h = 0; h < heads; ++h)
             for (int t = 0; t < length; ++t)
-                for (int d = 0; d < shape.head_dim; ++d) {
+                for (int d = 0; d < row_dim; ++d) {
                     const std::size_t offset = static_cast<std::size_t>(b * s.batch + h * s.head + t * s.sequence + d);
-                    values[logical_index(heads, length, shape.head_dim, b, h, t, d)] =
+                    values[logical_index(heads, length, row_dim, b, h, t, d)] =
                         load_element(shape.dtype, storage.data(), offset);
                 }
     return values;
@@ -125,21 +128,22 @@ double unit_roundoff(DType dtype) {
 std::string CaseShape::describe() const {
     static constexpr const char* layouts[] = {"bhsd", "bshd", "padded"};
     return "B=" + std::to_string(batch) + " Hq=" + std::to_string(heads_q) + " Hkv=" + std::to_string(heads_kv) +
-           " Lq=" + std::to_string(len_q) + " Lk=" + std::to_string(len_k) + " D=" + std::to_string(head_dim) + " " +
-           std::string(to_string(dtype)) + " causal=" + std::string(to_string(causal)) + " " +
-           layouts[static_cast<int>(layout)] + (with_lse ? " lse" : "") +
-           describe_features(window, softcap, !sinks.empty());
+           " Lq=" + std::to_string(len_q) + " Lk=" + std::to_string(len_k) + " D=" + std::to_string(head_dim) +
+           (head_dim_v ? " Dv=" + std::to_string(head_dim_v) : "") + " " + std::string(to_string(dtype)) +
+           " causal=" + std::string(to_string(causal)) + " " + layouts[static_cast<int>(layout)] +
+           (with_lse ? " lse" : "") + describe_features(window, softcap, !sinks.empty());
 }
 
 CaseInputs random_inputs(const CaseShape& shape, std::uint64_t seed) {
     std::mt19937_64 generator(seed);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-    const auto draw = [&](int heads, int length) {
-        std::vector<float> values(static_cast<std::size_t>(shape.batch) * heads * length * shape.head_dim);
+    const auto draw = [&](int heads, int length, int row_dim) {
+        std::vector<float> values(static_cast<std::size_t>(shape.batch) * heads * length * row_dim);
         for (auto& value : values) value = round_to(shape.dtype, uniform(generator));
         return values;
     };
-    return {draw(shape.heads_q, shape.len_q), draw(shape.heads_kv, shape.len_k), draw(shape.heads_kv, shape.len_k)};
+    return {draw(shape.heads_q, shape.len_q, shape.head_dim), draw(shape.heads_kv, shape.len_k, shape.head_dim),
+            draw(shape.heads_kv, shape.len_k, shape.value_dim())};
 }
 
 CaseInputs ramp_inputs(const CaseShape& shape, std::uint64_t seed) {
@@ -192,12 +196,14 @@ KernelSpec with_features(KernelSpec spec, const CaseShape& shape) {
     spec.window = shape.window.has_value();
     spec.softcap = shape.softcap > 0.0f;
     spec.sinks = !shape.sinks.empty();
+    spec.head_dim_v = shape.head_dim_v;
     return spec;
 }
 
 Outputs reference_attention(const CaseShape& shape, const CaseInputs& inputs) {
     Outputs out;
-    out.o.assign(static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q * shape.head_dim, 0.0);
+    const int value_dim = shape.value_dim();
+    out.o.assign(static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q * value_dim, 0.0);
     out.lse.assign(static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q, 0.0);
     const int group = shape.heads_q / shape.heads_kv;
     const int rows = shape.batch * shape.heads_q * shape.len_q;
@@ -207,7 +213,8 @@ Outputs reference_attention(const CaseShape& shape, const CaseInputs& inputs) {
             const int i = r % shape.len_q, h = (r / shape.len_q) % shape.heads_q, b = r / (shape.len_q * shape.heads_q);
             const int kv = h / group;
             const auto [begin, end] = reference_visible_keys(shape, i, shape.len_q, shape.len_k);
-            const std::size_t out_row = logical_index(shape.heads_q, shape.len_q, shape.head_dim, b, h, i, 0);
+            const std::size_t q_row = logical_index(shape.heads_q, shape.len_q, shape.head_dim, b, h, i, 0);
+            const std::size_t out_row = logical_index(shape.heads_q, shape.len_q, value_dim, b, h, i, 0);
             // A sink is one more logit in the denominator, with no value row; -inf adds nothing.
             const bool sink = !shape.sinks.empty() && shape.sinks[static_cast<std::size_t>(h)] > -INFINITY;
             double largest = sink ? shape.sinks[static_cast<std::size_t>(h)] : -std::numeric_limits<double>::infinity();
@@ -219,7 +226,7 @@ Outputs reference_attention(const CaseShape& shape, const CaseInputs& inputs) {
                 const std::size_t key_row = logical_index(shape.heads_kv, shape.len_k, shape.head_dim, b, kv, j, 0);
                 double dot = 0.0;
                 for (int d = 0; d < shape.head_dim; ++d)
-                    dot += static_cast<double>(inputs.q[out_row + d]) * inputs.k[key_row + d];
+                    dot += static_cast<double>(inputs.q[q_row + d]) * inputs.k[key_row + d];
                 scores[j] = dot * shape.scale;
                 if (shape.softcap > 0.0f) scores[j] = shape.softcap * std::tanh(scores[j] / shape.softcap);
                 largest = std::max(largest, scores[j]);
@@ -228,10 +235,10 @@ Outputs reference_attention(const CaseShape& shape, const CaseInputs& inputs) {
             for (int j = begin; j < end; ++j) {
                 const double weight = std::exp(scores[j] - largest);
                 sum += weight;
-                const std::size_t value_row = logical_index(shape.heads_kv, shape.len_k, shape.head_dim, b, kv, j, 0);
-                for (int d = 0; d < shape.head_dim; ++d) out.o[out_row + d] += weight * inputs.v[value_row + d];
+                const std::size_t value_row = logical_index(shape.heads_kv, shape.len_k, value_dim, b, kv, j, 0);
+                for (int d = 0; d < value_dim; ++d) out.o[out_row + d] += weight * inputs.v[value_row + d];
             }
-            for (int d = 0; d < shape.head_dim; ++d) out.o[out_row + d] /= sum;
+            for (int d = 0; d < value_dim; ++d) out.o[out_row + d] /= sum;
             out.lse[static_cast<std::size_t>(r)] = largest + std::log(sum);
         }
     };
@@ -244,10 +251,12 @@ Outputs reference_attention(const CaseShape& shape, const CaseInputs& inputs) {
 
 DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShape& shape, const CaseInputs& inputs,
                         bool count) {
-    const auto q = pack(shape, inputs.q, shape.heads_q, shape.len_q);
-    const auto k = pack(shape, inputs.k, shape.heads_kv, shape.len_k);
-    const auto v = pack(shape, inputs.v, shape.heads_kv, shape.len_k);
-    const std::size_t o_bytes = storage_elements(shape, shape.heads_q, shape.len_q) * element_bytes(shape.dtype);
+    const int value_dim = shape.value_dim();
+    const auto q = pack(shape, inputs.q, shape.heads_q, shape.len_q, shape.head_dim);
+    const auto k = pack(shape, inputs.k, shape.heads_kv, shape.len_k, shape.head_dim);
+    const auto v = pack(shape, inputs.v, shape.heads_kv, shape.len_k, value_dim);
+    const std::size_t o_bytes =
+        storage_elements(shape, shape.heads_q, shape.len_q, value_dim) * element_bytes(shape.dtype);
     const std::size_t lse_count = static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q;
     DeviceBuffer q_device = device_buffer(q.size()), k_device = device_buffer(k.size()),
                  v_device = device_buffer(v.size()), o_device = device_buffer(o_bytes),
@@ -275,8 +284,11 @@ DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShap
     args.len_q = shape.len_q;
     args.len_k = shape.len_k;
     args.head_dim = shape.head_dim;
-    args.q_strides = args.o_strides = strides_for(shape.layout, shape.heads_q, shape.len_q, shape.head_dim);
-    args.k_strides = args.v_strides = strides_for(shape.layout, shape.heads_kv, shape.len_k, shape.head_dim);
+    args.head_dim_v = shape.head_dim_v;
+    args.q_strides = strides_for(shape.layout, shape.heads_q, shape.len_q, shape.head_dim);
+    args.o_strides = strides_for(shape.layout, shape.heads_q, shape.len_q, value_dim);
+    args.k_strides = strides_for(shape.layout, shape.heads_kv, shape.len_k, shape.head_dim);
+    args.v_strides = strides_for(shape.layout, shape.heads_kv, shape.len_k, value_dim);
     args.scale = shape.scale;
     args.causal = shape.causal;
     args.debug_counters = count ? static_cast<unsigned long long*>(counters_device.get()) : nullptr;
@@ -291,7 +303,7 @@ DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShap
     synchronize_test_device();
 
     DeviceRun run;
-    run.outputs.o = unpack(shape, o_device.download<unsigned char>(), shape.heads_q, shape.len_q);
+    run.outputs.o = unpack(shape, o_device.download<unsigned char>(), shape.heads_q, shape.len_q, value_dim);
     if (shape.with_lse)
         for (float value : lse_device.download<float>()) run.outputs.lse.push_back(value);
     const auto counters = counters_device.download<unsigned long long>();

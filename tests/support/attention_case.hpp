@@ -20,6 +20,7 @@ struct CaseShape {
     int len_q = 1;
     int len_k = 1;
     int head_dim = 64;
+    int head_dim_v = 0;  // of V and O where it differs from head_dim, else 0
     DType dtype = DType::f16;
     CausalMode causal = CausalMode::none;
     float scale = 0.125f;
@@ -31,9 +32,10 @@ struct CaseShape {
     std::vector<float> sinks;  // [heads_q] logits; empty: none
 
     std::string describe() const;
+    int value_dim() const { return head_dim_v ? head_dim_v : head_dim; }
 };
 
-// Logical [batch, heads, length, head_dim] values, each exactly representable in dtype.
+// Logical [batch, heads, length, head_dim] values (v: value_dim), each exactly representable in dtype.
 struct CaseInputs {
     std::vector<float> q, k, v;
 };
@@ -47,7 +49,7 @@ CaseInputs ramp_inputs(const CaseShape&, std::uint64_t seed);
 CaseShape ramp_shape();
 
 struct Outputs {
-    std::vector<double> o;    // logical [batch, heads_q, len_q, head_dim]
+    std::vector<double> o;    // logical [batch, heads_q, len_q, value_dim]
     std::vector<double> lse;  // [batch, heads_q, len_q]
 };
 
@@ -60,7 +62,8 @@ std::pair<int, int> reference_visible_keys(const CaseShape&, int row, int len_q,
 // " window=L/R softcap=C sinks" for the features that are on.
 std::string describe_features(const std::optional<SlidingWindow>& window, float softcap, bool sinks);
 
-// The spec fields a shape's features need (KernelSpec::window, softcap, sinks).
+// The spec fields a shape's features and V head dim need (KernelSpec::window, softcap,
+// sinks, head_dim_v).
 KernelSpec with_features(KernelSpec, const CaseShape&);
 
 struct DeviceRun {

@@ -47,6 +47,7 @@ KernelSpec default_spec(const std::string& family, const std::string& arch, int 
     spec.window = features.window;
     spec.softcap = features.softcap;
     spec.sinks = features.sinks;
+    spec.head_dim_v = features.head_dim_v;
     return with_family_defaults(spec);
 }
 

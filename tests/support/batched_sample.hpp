@@ -24,8 +24,8 @@ std::vector<KvCase> batched_kv_cases();
 std::vector<KernelSpec> batched_sample(const std::string& family, const std::vector<std::string>& archs,
                                        const std::vector<int>& head_dims);
 
-// A family's spec with its default tiles for the features `base` has on (KernelSpec::window,
-// softcap, sinks), margin 10.
+// A family's spec with its default tiles for the features `features` has on
+// (KernelSpec::window, softcap, sinks) and its head_dim_v, margin 10.
 KernelSpec default_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype,
                         CausalMode causal, KvLayout layout = KvLayout::dense, int page_size = 0,
                         const KernelSpec& features = {});

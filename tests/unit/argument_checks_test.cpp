@@ -124,6 +124,22 @@ TEST_CASE("every model feature's valid values pass") {
     }
 }
 
+TEST_CASE("a V head dim of its own is checked against v's and o's strides, q's and k's against head_dim") {
+    AttentionArgs narrower = valid_args();
+    narrower.head_dim_v = 32;  // rows of 32 at 64-element strides: apart, so valid
+    CHECK(check_arguments(narrower) == "");
+    AttentionArgs mla = valid_args();  // DeepSeek's prefill: q and k of 192, v and o of 128
+    mla.head_dim = 192;
+    mla.head_dim_v = 128;
+    mla.q_strides = {8 * 16 * 192, 16 * 192, 192};
+    mla.k_strides = {2 * 32 * 192, 32 * 192, 192};
+    mla.o_strides = {8 * 16 * 128, 16 * 128, 128};
+    mla.v_strides = {2 * 32 * 128, 32 * 128, 128};
+    CHECK(check_arguments(mla) == "");
+    mla.k_strides.sequence = 128;
+    CHECK(check_arguments(mla).find("k_strides.sequence=128: rows would overlap") == 0);
+}
+
 TEST_CASE("each malformed argument is named with its value") {
     const std::pair<std::function<void(AttentionArgs&)>, const char*> cases[] = {
         {[](AttentionArgs& a) { a.q = nullptr; }, "q=null"},
@@ -156,6 +172,10 @@ TEST_CASE("each malformed argument is named with its value") {
         {[](AttentionArgs& a) { a.softcap = -0.5f; }, "softcap=-0.5"},
         {[](AttentionArgs& a) { a.softcap = std::numeric_limits<float>::infinity(); }, "softcap=inf"},
         {[](AttentionArgs& a) { a.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x1002}); }, "sinks=0x1002"},
+        {[](AttentionArgs& a) { a.head_dim_v = 12; }, "head_dim_v=12"},
+        {[](AttentionArgs& a) { a.head_dim_v = 264; }, "head_dim_v=264"},
+        // V rows of 128 elements would overlap at the 64-element strides of valid_args.
+        {[](AttentionArgs& a) { a.head_dim_v = 128; }, "v_strides.sequence=64: rows would overlap"},
         {[](AttentionArgs& a) { a.q_strides.head = -64; }, "q_strides.head=-64"},
         {[](AttentionArgs& a) { a.o_strides.sequence = 32; }, "o_strides.sequence=32"},
         {[](AttentionArgs& a) { a.k_strides.batch = std::numeric_limits<std::int64_t>::max(); }, "k_strides="},

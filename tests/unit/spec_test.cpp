@@ -59,6 +59,36 @@ TEST_CASE("model features read and print only when on, each its own kernel") {
     }
 }
 
+TEST_CASE("dv reads and prints only where it differs from d, and only families that take it accept it") {
+    const char* text =
+        "family=wgmma-sm90,d=192,dv=128,dtype=bf16,bq=128,bk=128,waves=8,margin=10,causal=bottom-right,"
+        "arch=sm_90a";
+    const auto parsed = parse_spec(text);
+    REQUIRE_MESSAGE(parsed.spec, parsed.error);
+    CHECK(parsed.spec->head_dim_v == 128);
+    CHECK(value_head_dim(*parsed.spec) == 128);
+    CHECK(to_string(*parsed.spec) == text);
+    // dv equal to d is the plain kernel, in its one canonical form.
+    const auto same = parse_spec("family=scalar,d=64,dv=64,dtype=f16,arch=sm_90a");
+    REQUIRE_MESSAGE(same.spec, same.error);
+    CHECK(same.spec->head_dim_v == 0);
+    CHECK(value_head_dim(*same.spec) == 64);
+    CHECK(to_string(*same.spec).find("dv=") == std::string::npos);
+    CHECK(*same.spec == *parse_spec("family=scalar,d=64,dtype=f16,arch=sm_90a").spec);
+    const auto error_of = [](const std::string& spec) { return parse_spec(spec).error; };
+    CHECK(error_of("family=scalar,d=64,dv=60,dtype=f16,arch=sm_90a").find("dv=60") == 0);
+    CHECK(error_of("family=scalar,d=64,dv=x,dtype=f16,arch=sm_90a").find("dv=x") == 0);
+    CHECK(error_of("family=mma-sm80,d=192,dv=128,dtype=f16,arch=sm_80").empty());
+    for (const char* family : {"wmma-gfx11", "decode-mma", "decode-split"}) {
+        CAPTURE(family);
+        const std::string arch = std::string(family) == "wmma-gfx11" ? "gfx1151" : "sm_90a";
+        CHECK(error_of("family=" + std::string(family) + ",d=192,dv=128,dtype=f16,arch=" + arch).find("dv=128") == 0);
+    }
+    KernelSpec struct_form = *parsed.spec;
+    struct_form.head_dim_v = struct_form.head_dim;  // only text normalizes; a struct must leave it 0
+    CHECK(validate(struct_form).find("dv=192") == 0);
+}
+
 TEST_CASE("parse accepts any field order and fills tile defaults") {
     const auto parsed = parse_spec("arch=sm_80,dtype=bf16,d=64,family=scalar");
     REQUIRE_MESSAGE(parsed.spec, parsed.error);

@@ -80,6 +80,7 @@ pub struct fajit_attention_args {
     pub window_right: i32,
     pub softcap: f32,
     pub sinks: *const f32,
+    pub head_dim_v: i32,
 }
 unsafe extern "C" {
     pub fn fajit_version() -> *const ::std::os::raw::c_char;

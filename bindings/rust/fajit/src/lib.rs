@@ -354,6 +354,36 @@ impl Attention {
         self.raw.sinks = address as *const f32;
         self
     }
+
+    /// V and O rows of `head_dim_v` elements where that differs from the shape's head_dim
+    /// (DeepSeek's MLA prefill: 192 for q and k, 128 for v and o). Call it before setting
+    /// v or o strides: it resets them to the layout's defaults for the new width.
+    pub fn value_head_dim(mut self, head_dim_v: i32) -> Self {
+        self.raw.head_dim_v = head_dim_v;
+        let (heads_q, heads_kv) = (self.raw.heads_q, self.raw.heads_kv);
+        let row = head_dim_v as i64;
+        let (o, v) = match self.raw.kv_layout as u32 {
+            sys::FAJIT_KV_DENSE => (
+                Strides::contiguous(heads_q, self.raw.len_q, head_dim_v),
+                Strides::contiguous(heads_kv, self.raw.len_k, head_dim_v),
+            ),
+            sys::FAJIT_KV_RAGGED => (
+                Strides::packed(heads_q, head_dim_v),
+                Strides::packed(heads_kv, head_dim_v),
+            ),
+            _ => (
+                Strides::packed(heads_q, head_dim_v),
+                Strides {
+                    batch: self.raw.page_size as i64 * heads_kv as i64 * row,
+                    head: row,
+                    sequence: heads_kv as i64 * row,
+                },
+            ),
+        };
+        self.raw.o_strides = o.raw();
+        self.raw.v_strides = v.raw();
+        self
+    }
 }
 
 /// One fa-jit runtime: its caches, compilers and loaded kernels. Shared by any number of

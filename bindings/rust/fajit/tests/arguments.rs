@@ -217,6 +217,11 @@ fn cases() -> Vec<(&'static str, Attention, &'static str)> {
         ("NaN softcap", valid().softcap(f32::NAN), "softcap=nan"),
         ("misaligned sinks", valid().sinks(0x900002), "sinks=0x900002"),
         (
+            "V head dim not a multiple of 8",
+            valid().value_head_dim(12),
+            "head_dim_v=12",
+        ),
+        (
             "ragged without key offsets",
             with_tensors(Attention::ragged(
                 DType::F16,
