@@ -29,7 +29,7 @@
 // LDS (bytes = 2 * (K + V^T + Q) elements; the host reserves them, in
 // src/families/wmma_gfx11.cpp, so NVIDIA can launch it as dynamic shared memory):
 //   K    block_k rows of padded_dim + 8 elements;
-//   V^T  padded_dim rows of block_k + 8 elements;
+//   V^T  padded_value_dim rows (V's head dim, Spec::head_dim_v, padded) of block_k + 8 elements;
 //   Q    head dims over 128 only: 16 * waves rows of padded_dim + 8 elements.
 // A fragment read is 32 contiguous bytes per lane at row stride (n + 8) elements =
 // an odd multiple of 4 banks (n a multiple of 16), so the 8 lanes of each 128-bit
@@ -46,18 +46,19 @@
 // wave32 budget with the scores still to hold, so Q is staged in LDS once instead and
 // sliced by head dim: one 16-dim operand is read per dim tile per key step.
 
-// Head dims that are no multiple of 16 are padded to one (padded_dim): the staged K, V^T
-// and Q hold zeros past head_dim, which add nothing to S, and the padding rows of O^T
-// are never stored.
+// Head dims that are no multiple of 16 are padded to one (padded_dim, and V's
+// padded_value_dim): the staged K, V^T and Q hold zeros past the head dims, which add
+// nothing to S, and the padding rows of O^T are never stored.
 template <class Spec>
 struct fa_wmma_layout {
     static constexpr int padded_dim = (Spec::head_dim + 15) / 16 * 16;
+    static constexpr int padded_value_dim = (Spec::head_dim_v + 15) / 16 * 16;
     static constexpr bool q_in_lds = padded_dim > 128;
     static constexpr int k_row = padded_dim + 8;  // elements per staged row
     static constexpr int v_row = Spec::block_k + 8;
     static constexpr int q_row = padded_dim + 8;
     static constexpr int k_elements = Spec::block_k * k_row;
-    static constexpr int v_elements = padded_dim * v_row;
+    static constexpr int v_elements = padded_value_dim * v_row;
     static constexpr int q_elements = q_in_lds ? Spec::waves * 16 * q_row : 0;
     static constexpr int bytes = 2 * (k_elements + v_elements + q_elements);
     static_assert(bytes <= Spec::shared_bytes, "the host reserves less LDS than fa_wmma_layout uses");
@@ -109,11 +110,15 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
     using layout = fa_wmma_layout<Spec>;
     constexpr int head_dim = Spec::head_dim;
     constexpr int block_k = Spec::block_k;
-    constexpr int dim_tiles = layout::padded_dim / 16;
+    constexpr int value_dim = Spec::head_dim_v;
+    constexpr int dim_tiles = layout::padded_dim / 16;          // of Q K^T's head dims
+    constexpr int value_tiles = layout::padded_value_dim / 16;  // of O's
     constexpr int key_tiles = block_k / 16;
     constexpr int threads = Spec::waves * 32;
-    constexpr int chunks_per_row = layout::padded_dim / 8;  // 16-byte pieces of a staged row
-    constexpr int data_chunks = head_dim / 8;               // the rest are the padding's zeros
+    constexpr int chunks_per_row = layout::padded_dim / 8;      // 16-byte pieces of a staged Q or K row
+    constexpr int data_chunks = head_dim / 8;                   // the rest are the padding's zeros
+    constexpr int value_chunks = layout::padded_value_dim / 8;  // the same of a V row
+    constexpr int value_data_chunks = value_dim / 8;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
     static_assert(FAJIT_WAVE_SIZE == 32, "fa_wmma_gfx11 is a wave32 kernel");
     static_assert(sizeof(element) == 2, "fa_wmma_gfx11 takes f16 or bf16");
@@ -193,9 +198,9 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
         }
     }
 
-    fa_tile_c out[dim_tiles];  // O^T: out[t].x[i] = O[row][16t + 2i + half], relative to frame
+    fa_tile_c out[value_tiles];  // O^T: out[t].x[i] = O[row][16t + 2i + half], relative to frame
 #pragma unroll
-    for (int t = 0; t < dim_tiles; ++t)
+    for (int t = 0; t < value_tiles; ++t)
 #pragma unroll
         for (int i = 0; i < 8; ++i) out[t].x[i] = 0.0f;
     float frame = fa_neg_inf();  // log2 units, like the scores
@@ -216,10 +221,10 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
         }
         // V transposed: a thread takes two consecutive keys of 8 dims and writes 8
         // words (key pair) down the dims; consecutive threads write consecutive words.
-        for (int c = threadIdx.x; c < (block_k / 2) * chunks_per_row; c += threads) {
+        for (int c = threadIdx.x; c < (block_k / 2) * value_chunks; c += threads) {
             const int pair = c % (block_k / 2), chunk = c / (block_k / 2);
             const int key = key0 + 2 * pair;
-            const bool data = chunk < data_chunks;
+            const bool data = chunk < value_data_chunks;
             const fa_u32x4 first =
                 key < len_k && data ? fa_load8(key_row(v, p.v_stride, key) + chunk * 8, v_vector) : zero;
             const fa_u32x4 second =
@@ -294,7 +299,7 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
         if (fa_rescale_frame(p, step_max, margin_log2, frame, correction, row_valid && half == 0)) {
             lane_sum *= correction;
 #pragma unroll
-            for (int t = 0; t < dim_tiles; ++t)
+            for (int t = 0; t < value_tiles; ++t)
 #pragma unroll
                 for (int i = 0; i < 8; ++i) out[t].x[i] *= correction;
         }
@@ -312,7 +317,7 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
             }
             const fa_tile_ab p_operand = fa_tile_c_to_b<element>(probabilities);
 #pragma unroll
-            for (int d = 0; d < dim_tiles; ++d)
+            for (int d = 0; d < value_tiles; ++d)
                 fa_mma<element>(out[d], fa_load_operand(v_tile + (d * 16 + column) * layout::v_row + t * 16),
                                 p_operand);
         }
@@ -323,10 +328,10 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
     if (row_valid) {
         unsigned short* const o_row = o + row * p.o_stride[2];
 #pragma unroll
-        for (int t = 0; t < dim_tiles; ++t)
+        for (int t = 0; t < value_tiles; ++t)
 #pragma unroll
             for (int i = 0; i < 8; ++i)
-                if (16 * t + 2 * i + half < head_dim)  // not a padding dim
+                if (16 * t + 2 * i + half < value_dim)  // not a padding dim
                     o_row[16 * t + 2 * i + half] =
                         static_cast<unsigned short>(fa_float_to_bits<element>(out[t].x[i] * inverse));
         if (p.lse && half == 0) p.lse[fa_lse_index<Spec>(p, sequence, head, row)] = lse;

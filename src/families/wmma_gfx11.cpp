@@ -1,6 +1,8 @@
 // wmma-gfx11: gfx11's WMMA (16x16x16, wave32) with O kept and rescaled in registers, any
 // head dim the spec allows (padded to 16 inside the kernel); on NVIDIA the same template
 // runs through the prelude's lane-faithful emulation.
+#include <algorithm>
+
 #include "families/family_rules.hpp"
 #include "spec/arch.hpp"
 #include "spec/spec_fields.hpp"
@@ -28,26 +30,28 @@ std::string check(const KernelSpec& spec) {
 // fewer rows; head dims over 128 stage Q in LDS as well, which halves the key step
 // (64-key steps of 4 waves would need 102 KiB at 256). Head dims padded to 112 take
 // 32-key steps too: with 64 the bottom-right variants reach 256 VGPRs and spill one
-// (gfx1151 and gfx1100, static ISA), where 128 needs 229.
+// (gfx1151 and gfx1100, static ISA), where 128 needs 229. With a V head dim of its own,
+// the wider of Q's and O's takes the key step.
 Tile choose_tile(const ShapeClass& shape, std::string_view) {
-    const int padded = padded_head_dim(shape.head_dim);
-    const bool q_in_lds = padded > 128;
+    const bool q_in_lds = padded_head_dim(shape.head_dim) > 128;
+    const int wider = std::max(padded_head_dim(shape.head_dim), padded_head_dim(shape.head_dim_v));
     int waves = q_in_lds ? 2 : 4;
     if (shape.query_length == QueryLength::decode)
         waves = 1;
     else if (shape.query_length == QueryLength::small)
         waves = 2;
-    return {16 * waves, q_in_lds || padded == 112 ? 32 : 64, waves};
+    return {16 * waves, q_in_lds || wider == 112 || wider > 128 ? 32 : 64, waves};
 }
 
-// fa_wmma_layout: K rows and transposed V rows (of the head dim padded to 16) padded by
+// fa_wmma_layout: K rows and transposed V rows (of the head dims padded to 16) padded by
 // 8 elements, plus Q for head dims over 128. Static LDS on AMD; on NVIDIA (the emulation) dynamic, since more than
 // 48 KiB must be.
 SharedLayout shared_layout(const KernelSpec& spec) {
     const unsigned d = static_cast<unsigned>(padded_head_dim(spec.head_dim));
+    const unsigned dv = static_cast<unsigned>(padded_head_dim(value_head_dim(spec)));
     const unsigned k = static_cast<unsigned>(spec.block_k);
     const unsigned q_rows = d > 128 ? 16u * static_cast<unsigned>(spec.waves) : 0u;
-    return {2u * (k * (d + 8) + d * (k + 8) + q_rows * (d + 8)), vendor_of(spec.arch) == Vendor::nvidia, {}};
+    return {2u * (k * (d + 8) + dv * (k + 8) + q_rows * (d + 8)), vendor_of(spec.arch) == Vendor::nvidia, {}};
 }
 
 unsigned lds_limit(std::string_view) { return 64u * 1024u; }
@@ -61,6 +65,7 @@ extern const FamilyDescriptor wmma_gfx11_family = {
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
     .head_dims = every_head_dim,
+    .takes_head_dim_v = true,
     .kv_layouts = kv_layouts,
     .targets = "gfx11 natively and NVIDIA (sm_*) through its emulation",
     .compiles_for = gfx11_or_emulated,

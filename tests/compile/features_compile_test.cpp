@@ -5,6 +5,8 @@
 // head dims at the edges and the middle, and each feature alone at D=128; with
 // FAJIT_TEST_EXHAUSTIVE=1 every feature set at every head dim the family takes. No GPU is
 // needed; a backend whose compiler library is absent is skipped with its reason.
+// V head dims of their own (KernelSpec::head_dim_v) are swept the same way, in every
+// family that takes one.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -111,4 +113,64 @@ TEST_CASE("window, soft-cap and sinks compile in every family for every arch it 
         }
     }
     std::printf("model features: %d variants compiled, each checked for spills\n", compiled);
+}
+
+namespace {
+
+struct ValueDims {
+    int head_dim, head_dim_v;
+    DType dtype;
+};
+
+// DeepSeek's MLA prefill in both dtypes, V wider than Q and K, and both padded; with
+// FAJIT_TEST_EXHAUSTIVE=1 each pair in both dtypes and causal modes.
+std::vector<KernelSpec> value_dim_specs(const std::string& family, const std::string& arch) {
+    const ValueDims sample[] = {
+        {192, 128, DType::f16}, {192, 128, DType::bf16}, {64, 256, DType::bf16}, {40, 24, DType::f16}};
+    const ValueDims more[] = {{128, 192, DType::f16}, {256, 64, DType::bf16}, {96, 200, DType::f16}};
+    std::vector<ValueDims> pairs(std::begin(sample), std::end(sample));
+    if (exhaustive_sweeps())
+        for (const ValueDims& pair : more) pairs.push_back(pair);
+    std::vector<KernelSpec> specs;
+    for (const ValueDims& pair : pairs)
+        for (const CausalMode causal : {CausalMode::bottom_right, CausalMode::none}) {
+            if (causal == CausalMode::none && !exhaustive_sweeps()) continue;
+            for (const DType dtype : {DType::f16, DType::bf16}) {
+                if (dtype != pair.dtype && !exhaustive_sweeps()) continue;
+                KernelSpec with;
+                with.head_dim_v = pair.head_dim_v;
+                const KernelSpec spec =
+                    default_spec(family, arch, pair.head_dim, dtype, causal, KvLayout::dense, 0, with);
+                REQUIRE_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
+                specs.push_back(spec);
+            }
+        }
+    return specs;
+}
+
+}  // namespace
+
+TEST_CASE("a V head dim of its own compiles in every family that takes one, for every arch it serves, without spills") {
+    int compiled = 0;
+    for (const auto& [family, arch] : {std::pair<std::string, std::string>{"scalar", "gfx1151"},
+                                       {"scalar", "gfx942:sramecc+:xnack-"},
+                                       {"scalar", "sm_80"},
+                                       {"scalar", "sm_90a"},
+                                       {"wmma-gfx11", "gfx1151"},
+                                       {"mma-sm80", "sm_80"},
+                                       {"mma-sm80", "sm_90a"},
+                                       {"wgmma-sm90", "sm_90a"}}) {
+        const Backend* backend = compiler_for(arch);
+        if (!backend) continue;
+        const std::vector<KernelSpec> specs = value_dim_specs(family, arch);
+        std::vector<Outcome> outcomes(specs.size());
+        on_every_core(specs.size(), [&](std::size_t i) { outcomes[i] = compile_and_check(specs[i], *backend); });
+        for (std::size_t i = 0; i < specs.size(); ++i) {
+            INFO(to_string(specs[i]));
+            CHECK_MESSAGE(outcomes[i].ok, outcomes[i].problem);
+            CHECK_MESSAGE(outcomes[i].problem.empty(), outcomes[i].problem);
+            compiled += outcomes[i].ok;
+        }
+    }
+    std::printf("V head dims: %d variants compiled, each checked for spills\n", compiled);
 }

@@ -363,9 +363,13 @@ TEST_CASE("a V head dim of its own runs on the families that take one, the other
     CHECK(decoded.spec.family == "wgmma-sm90");
     CHECK(decoded.fallback_reason.empty());
 
-    // wmma-gfx11 needs dv = d too: on gfx11 such calls fall back to scalar, saying why.
+    // On gfx11, WMMA; with Q in LDS past 128 head dims, two waves of 32-key steps.
     const auto gfx11 = select_variant("gfx1151", mla, defaults());
-    CHECK(gfx11.spec.family == "scalar");
+    CHECK(gfx11.spec.family == "wmma-gfx11");
     CHECK(gfx11.spec.head_dim_v == 128);
-    CHECK(gfx11.fallback_reason.find("dv=128") != std::string::npos);
+    CHECK(gfx11.fallback_reason.empty());
+    check_tile(gfx11.spec, 32, 32, 2);
+    ShapeClass wide_values = shape(64);
+    wide_values.head_dim_v = 256;  // O's 128 VGPRs take the narrow key step, as at d=256
+    check_tile(select_variant("gfx1151", wide_values, defaults()).spec, 64, 32, 4);
 }

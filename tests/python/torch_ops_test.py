@@ -56,6 +56,38 @@ def features_case():
     check("attention with window, soft-cap and sinks", got, want)
 
 
+def value_head_dim_case():
+    """DeepSeek's MLA prefill shape: q, k of head dim 192, v and out of 128, against SDPA in f32."""
+    q = torch.randn(1, 8, 200, 192, dtype=torch.bfloat16, device="cuda")
+    k = torch.randn(1, 2, 500, 192, dtype=torch.bfloat16, device="cuda")
+    v = torch.randn(1, 2, 500, 128, dtype=torch.bfloat16, device="cuda")
+    mask = torch.ones(200, 500, dtype=torch.bool, device="cuda").tril(500 - 200)
+    want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, enable_gqa=True)
+    got = torch.ops.fajit.attention(q, k, v, "bottom-right", None)
+    if got.shape != want.shape:
+        failures.append("dv output shape")
+        print(f"FAILED dv output shape {tuple(got.shape)}, want {tuple(want.shape)}")
+        return
+    check("attention with dv 128 != d 192", got, want)
+    compiled = torch.compile(lambda q, k, v: torch.ops.fajit.attention(q, k, v, "bottom-right", None), fullgraph=True)
+    check("attention with dv != d, torch.compile", compiled(q, k, v), want)
+
+
+def varlen_features_case():
+    """The varlen operator with a window and a soft-cap, against the dense operator per sequence."""
+    lengths = [37, 300, 128]
+    q = torch.randn(sum(lengths), 8, 64, dtype=torch.bfloat16, device="cuda")
+    k = torch.randn(sum(lengths), 2, 64, dtype=torch.bfloat16, device="cuda")
+    v = torch.randn_like(k)
+    cu = torch.tensor([0, 37, 337, 465], dtype=torch.int32, device="cuda")
+    got = torch.ops.fajit.attention_varlen(q, k, v, cu, cu, 300, 300, "bottom-right", None, 50, 0, 30.0, None)
+    for b, (start, end) in enumerate(zip(cu[:-1].tolist(), cu[1:].tolist())):
+        per_sequence = lambda t: t[start:end].transpose(0, 1).unsqueeze(0)
+        want = torch.ops.fajit.attention(per_sequence(q), per_sequence(k), per_sequence(v), "bottom-right", None,
+                                         50, 0, 30.0, None)
+        check(f"varlen with window and soft-cap, sequence {b}", per_sequence(got), want, tolerance=1e-2)
+
+
 def paged_graph_case():
     """Decode over a paged cache, captured once and replayed as every sequence grows."""
     batch, heads_q, heads_kv, d, page = 4, 16, 4, 128, 16
@@ -103,6 +135,8 @@ def main():
     fajit_torch.use(fajit.Runtime(args.library, FAJIT_CHECK_INDICES=0, FAJIT_DECODE_SPLITS=4))
     dense_case()
     features_case()
+    value_head_dim_case()
+    varlen_features_case()
     paged_graph_case()
     print(f"{len(failures)} failed" if failures else "all passed")
     sys.exit(1 if failures else 0)

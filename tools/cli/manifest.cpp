@@ -77,6 +77,8 @@ std::vector<KernelSpec> specs_from_sweep(const json& sweep, const std::vector<st
             flag = value.get<bool>();
         } else if (field == "gqa_group")
             request.gqa_group = number_value<int>(value, field);
+        else if (field == "head_dim_v")
+            request.head_dim_v = number_value<int>(value, field);
         else if (field == "margin")
             request.margin = number_value<float>(value, field);
         else if (field == "block_q")
@@ -86,9 +88,10 @@ std::vector<KernelSpec> specs_from_sweep(const json& sweep, const std::vector<st
         else if (field == "waves")
             request.waves = number_value<int>(value, field);
         else
-            throw UsageError(field +
-                             ": unknown field (known: arch, preset, family, head_dim, dtype, causal, page_size, "
-                             "decode, gqa_group, window, softcap, sinks, margin, block_q, block_k, waves)");
+            throw UsageError(
+                field +
+                ": unknown field (known: arch, preset, family, head_dim, head_dim_v, dtype, causal, page_size, "
+                "decode, gqa_group, window, softcap, sinks, margin, block_q, block_k, waves)");
     }
     return expand_sweep(request);
 }

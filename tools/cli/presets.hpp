@@ -1,5 +1,5 @@
 #pragma once
-// Named model families for `fa-jit warm --preset`: each fixes the head dim its models use,
+// Named model families for `fa-jit warm --preset`: each fixes the head dims its models use,
 // the query heads per KV head that size a decode tile, and the model features they need.
 #include <optional>
 #include <span>
@@ -10,7 +10,8 @@ namespace fajit::cli {
 struct Preset {
     std::string_view name;
     int head_dim;
-    int gqa_group;  // query heads per KV head, of the first model listed
+    int head_dim_v;  // of V and O where it differs from head_dim, else 0
+    int gqa_group;   // query heads per KV head, of the first model listed
     // Model features: sliding-window layers (warmed beside the plain ones, since the models
     // alternate them with global layers), a logit soft-cap and attention sinks on every layer.
     bool window_layers;

@@ -156,6 +156,9 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
         decode.decode_rows = classify_decode_rows(1, group, 1);
         shapes.push_back(decode);
     }
+    const int value_dim = request.head_dim_v.value_or(preset ? preset->head_dim_v : 0);
+    if (value_dim != 0 && (value_dim < 16 || value_dim > 256 || value_dim % 8 != 0))
+        throw UsageError("head-dim-v=" + std::to_string(value_dim) + ": must be 16..256 in steps of 8");
     const bool softcap = request.softcap || (preset && preset->softcap);
     const bool sinks = request.sinks || (preset && preset->sinks);
     for (ShapeClass& shape : shapes) {
@@ -188,6 +191,7 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
                     for (const CausalMode causal : causal_modes)
                         for (ShapeClass shape : shapes) {
                             shape.head_dim = dim.value;
+                            shape.head_dim_v = value_dim == dim.value ? 0 : value_dim;
                             shape.dtype = dtype;
                             shape.causal = causal;
                             if (request.families.empty() && !dispatched(family, arch, shape)) continue;

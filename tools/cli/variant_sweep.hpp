@@ -19,6 +19,7 @@ struct SweepRequest {
     std::string preset;                 // supplies the head dim when head_dims is empty
     std::vector<std::string> families;  // empty: every family valid for each arch
     std::vector<std::string> head_dims;
+    std::optional<int> head_dim_v;          // of V and O, for every head dim; empty: the preset's, else each head dim
     std::vector<std::string> dtypes;        // empty: f16 and bf16
     std::vector<std::string> causal_modes;  // empty: none and bottom-right
     std::vector<int> page_sizes;            // each adds paged K/V; dense always

@@ -42,6 +42,7 @@ int list_presets(bool json) {
         for (const Preset& preset : presets())
             list.push_back({{"name", preset.name},
                             {"head_dim", preset.head_dim},
+                            {"head_dim_v", preset.head_dim_v ? preset.head_dim_v : preset.head_dim},
                             {"gqa_group", preset.gqa_group},
                             {"window_layers", preset.window_layers},
                             {"softcap", preset.softcap},
@@ -59,7 +60,9 @@ int list_presets(bool json) {
                                        {preset.softcap, "softcap"},
                                        {preset.sinks, "sinks"}})
             if (on) features += (features.empty() ? "" : ", ") + std::string(name);
-        table.add_row({std::string(preset.name), std::to_string(preset.head_dim), std::to_string(preset.gqa_group),
+        const std::string dims = std::to_string(preset.head_dim) +
+                                 (preset.head_dim_v ? "/" + std::to_string(preset.head_dim_v) : std::string());
+        table.add_row({std::string(preset.name), dims, std::to_string(preset.gqa_group),
                        features.empty() ? "-" : features, std::string(preset.models)});
     }
     table.print(std::cout);
@@ -185,6 +188,8 @@ Command add_warm_command(CLI::App& app) {
         ->delimiter(',');
     warm->add_option("--head-dim", sweep.head_dims, "head dims: 128, a list 64,128 or a range 64-128:8")
         ->delimiter(',');
+    warm->add_option("--head-dim-v", sweep.head_dim_v,
+                     "V's and the output's head dim, for every head dim (default: the preset's, else the head dim)");
     warm->add_option("--dtype", sweep.dtypes, "f16, bf16, f32 (default: f16,bf16)")->delimiter(',');
     warm->add_option("--causal", sweep.causal_modes, "none, top-left, bottom-right (default: none,bottom-right)")
         ->delimiter(',');

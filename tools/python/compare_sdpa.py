@@ -10,8 +10,9 @@ Every performance claim about fa-jit comes from this harness. For each key lengt
    alone under torch.nn.attention.sdpa_kernel), checks the max abs error of each against the
    reference, and times each with CUDA events: warm-up calls, then the median of many calls;
  - reports a backend that refuses the problem as unsupported, with its reason.
-TFLOP/s counts only the FLOPs the mask leaves: 4 * D * B * Hq * (visible query-key pairs), which
-for causal bottom-right with Lk >= Lq is 4*D*B*Hq*(Lq*(Lk-Lq) + Lq*(Lq+1)/2).
+TFLOP/s counts only the FLOPs the mask leaves: 2 * (D + Dv) * B * Hq * (visible query-key pairs),
+4 * D * B * Hq * pairs when V's head dim Dv is D; for causal bottom-right with Lk >= Lq the pairs are
+Lq*(Lk-Lq) + Lq*(Lq+1)/2.
 
 Example (the seed shape):
   python3 tools/python/compare_sdpa.py --library build/src/libfajit.so \\
@@ -60,6 +61,8 @@ def parse_arguments():
     parser.add_argument("--heads-kv", type=int, default=8)
     parser.add_argument("--len-q", type=int, default=2048)
     parser.add_argument("--head-dim", type=int, default=128)
+    parser.add_argument("--head-dim-v", type=int, default=None,
+                        help="V's and the output's head dim where it differs (DeepSeek-V3 prefill: 192 / 128)")
     parser.add_argument("--len-k", type=int, nargs="+", default=[2048, 8192, 16384])
     parser.add_argument("--dtype", choices=list(DTYPES), default="f16")
     parser.add_argument("--causal", choices=list(fajit.CAUSAL_MODES), default="bottom-right")
@@ -98,7 +101,7 @@ def reference(q, k, v, causal, scale, dtype):
     """SDPA's math path in dtype, one query head at a time to bound the score matrix's memory."""
     group = q.shape[1] // k.shape[1]
     mask = causal_mask(q.shape[2], k.shape[2], causal, q.device)
-    out = torch.empty(q.shape, dtype=dtype, device=q.device)
+    out = torch.empty(q.shape[:-1] + v.shape[-1:], dtype=dtype, device=q.device)
     with sdpa_kernel(SDPBackend.MATH):
         for h in range(q.shape[1]):
             kv = h // group
@@ -176,19 +179,22 @@ def run_len_k(runtime, args, len_k):
     scale = 1.0 / math.sqrt(args.head_dim)
     generator = torch.Generator(device=device).manual_seed(args.seed + len_k)
 
-    def draw(heads, length):
-        return torch.randn(args.batch, heads, length, args.head_dim, device=device, dtype=torch.float32,
+    value_dim = args.head_dim_v or args.head_dim
+
+    def draw(heads, length, dim):
+        return torch.randn(args.batch, heads, length, dim, device=device, dtype=torch.float32,
                            generator=generator).to(dtype)
 
     element = torch.tensor([], dtype=dtype).element_size()
-    copy_bytes = element * args.batch * args.head_dim * (2 * args.heads_q * args.len_q + 2 * args.heads_kv * len_k)
+    copy_bytes = element * args.batch * (args.heads_q * args.len_q + args.heads_kv * len_k) * (args.head_dim + value_dim)
     copies = min(32, max(2, math.ceil(args.rotate_mib * 2**20 / copy_bytes)))
-    inputs = [(draw(args.heads_q, args.len_q), draw(args.heads_kv, len_k), draw(args.heads_kv, len_k))
-              for _ in range(copies)]
-    outputs = [torch.empty_like(q) for q, _, _ in inputs]
+    inputs = [(draw(args.heads_q, args.len_q, args.head_dim), draw(args.heads_kv, len_k, args.head_dim),
+               draw(args.heads_kv, len_k, value_dim)) for _ in range(copies)]
+    outputs = [fajit.output_like(q, v) for q, _, v in inputs]
     q0, k0, v0 = inputs[0]
     want = reference(q0, k0, v0, args.causal, scale, torch.float64 if args.reference == "f64" else torch.float32)
-    flops = 4 * args.head_dim * args.batch * args.heads_q * visible_pairs(args.len_q, len_k, args.causal)
+    # Q K^T and P V: 2 FLOPs per multiply-add over d and over dv for each visible pair.
+    flops = 2 * (args.head_dim + value_dim) * args.batch * args.heads_q * visible_pairs(args.len_q, len_k, args.causal)
 
     result = {"len_k": len_k, "flops": flops, "input_copies": copies, "backends": {}}
     if "fajit" in args.backends:
@@ -228,7 +234,7 @@ def main():
     runtime = fajit.Runtime(args.library, **settings) if "fajit" in args.backends else None
     report = {
         "shape": {"batch": args.batch, "heads_q": args.heads_q, "heads_kv": args.heads_kv, "len_q": args.len_q,
-                  "head_dim": args.head_dim},
+                  "head_dim": args.head_dim, "head_dim_v": args.head_dim_v or args.head_dim},
         "dtype": args.dtype,
         "causal": args.causal,
         "fajit_settings": settings,

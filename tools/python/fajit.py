@@ -13,7 +13,8 @@ page_size, heads_kv, d] (heads_first=True: [num_pages, heads_kv, page_size, d]),
 table [batch, max_pages_per_seq] and int32 kv_lens [batch]. Causal is per sequence.
 Every call also takes the model features: window=(left, right) keys around each row's diagonal
 key (-1: unbounded), softcap=c for c * tanh(s / c) (0: none), and sinks, a float32 [heads_q]
-tensor of sink logits (None: none); fajit.h says what each means.
+tensor of sink logits (None: none); fajit.h says what each means. v (and out) may have a head dim
+of their own (DeepSeek's MLA prefill: 192 for q and k, 128 for v): out then takes v's.
 The kernel runs on the current CUDA stream of the tensors' device.
 """
 import ctypes
@@ -76,6 +77,7 @@ class _AttentionArgs(ctypes.Structure):
         ("window_right", ctypes.c_int32),
         ("softcap", ctypes.c_float),
         ("sinks", ctypes.c_void_p),
+        ("head_dim_v", ctypes.c_int32),
     ]
 
 
@@ -89,6 +91,18 @@ class FajitError(RuntimeError):
 
 def default_library_path():
     return os.environ.get("FAJIT_LIBRARY", os.path.join("build", "src", "libfajit.so"))
+
+
+def output_like(q, v):
+    """The output of attention on q and v: like q (its strides too), with v's head dim."""
+    if v.shape[-1] == q.shape[-1]:
+        return torch.empty_like(q)
+    return q.new_empty(q.shape[:-1] + (v.shape[-1],))
+
+
+def _value_head_dim(q, v):
+    """fajit_attention_args.head_dim_v: v's head dim where it differs from q's, else 0."""
+    return 0 if v.shape[-1] == q.shape[-1] else v.shape[-1]
 
 
 def _strides_of(tensor, name):
@@ -158,6 +172,7 @@ class Runtime:
             args.lse = lse.data_ptr()
             args.lse_batch, args.lse_heads, args.lse_length = lse.shape
         args.batch, args.heads_q, args.len_q, args.head_dim = batch, heads_q, len_q, head_dim
+        args.head_dim_v = _value_head_dim(q, v)
         args.heads_kv, args.len_k = k.shape[1], k.shape[2]
         args.causal = CAUSAL_MODES[causal]
         args.scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
@@ -192,6 +207,7 @@ class Runtime:
             args.lse_batch, args.lse_heads, args.lse_length = 1, lse.shape[0], lse.shape[1]
         args.batch = cu_seqlens_q.numel() - 1
         args.heads_q, args.head_dim = heads_q, head_dim
+        args.head_dim_v = _value_head_dim(q, v)
         args.len_q, args.len_k = max_seqlen_q, max_seqlen_k
         args.cu_seqlens_q, args.total_q = cu_seqlens_q.data_ptr(), total_q
         args.causal = CAUSAL_MODES[causal]
@@ -202,7 +218,7 @@ class Runtime:
     def attention_varlen(self, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal="none",
                          scale=None, out=None, lse=None, window=None, softcap=0.0, sinks=None):
         """q [total_q, heads_q, d]; k, v [total_k, heads_kv, d]; int32 cumulative offsets [batch + 1]."""
-        out = torch.empty_like(q) if out is None else out
+        out = output_like(q, v) if out is None else out
         args = self._packed_args(q, k, v, out, lse, causal, scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k)
         if cu_seqlens_k.dtype != torch.int32 or not cu_seqlens_k.is_contiguous():
             raise ValueError("cu_seqlens_k must be a contiguous int32 tensor [batch + 1]")
@@ -220,7 +236,7 @@ class Runtime:
                         scale=None, out=None, lse=None, heads_first=False, max_seqlen_k=None, window=None, softcap=0.0,
                         sinks=None):
         """q [total_q, heads_q, d]; caches [pages, page_size, heads_kv, d] (heads_first: heads before slots)."""
-        out = torch.empty_like(q) if out is None else out
+        out = output_like(q, v_cache) if out is None else out
         slot, head = (2, 1) if heads_first else (1, 2)
         page_size = k_cache.shape[slot]
         max_pages = block_table.shape[1]
@@ -258,15 +274,16 @@ class Runtime:
         self._check(self._lib.fajit_attention(self._handle, ctypes.byref(args), ctypes.c_void_p(stream)))
 
     def attention(self, q, k, v, causal="none", scale=None, out=None, lse=None, window=None, softcap=0.0, sinks=None):
-        """Returns out (allocated like q when not given); lse, when given, is filled too."""
+        """Returns out (allocated by output_like when not given); lse, when given, is filled too."""
         if out is None:
-            out = torch.empty_like(q)
+            out = output_like(q, v)
         self._launch(self._set_features(self._args(q, k, v, out, lse, causal, scale), q, window, softcap, sinks), q)
         return out
 
     def selected_variant(self, q, k, v, causal="none", scale=None, window=None, softcap=0.0, sinks=None):
         """The canonical spec fa-jit runs for these tensors (after any fallback)."""
-        args = self._set_features(self._args(q, k, v, q, None, causal, scale), q, window, softcap, sinks)
+        out = q if v.shape[-1] == q.shape[-1] else output_like(q, v)  # only its strides are read
+        args = self._set_features(self._args(q, k, v, out, None, causal, scale), q, window, softcap, sinks)
         buffer = ctypes.create_string_buffer(512)
         self._check(self._lib.fajit_selected_variant(self._handle, ctypes.byref(args), buffer, len(buffer)))
         return buffer.value.decode()

@@ -50,7 +50,7 @@ def _window(window_left, window_right):
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str, scale: Optional[float],
               window_left: int = -1, window_right: int = -1, softcap: float = 0.0,
               sinks: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """q [batch, heads_q, len_q, d]; k, v [batch, heads_kv, len_k, d]; returns out like q.
+    """q, k [.., d]; v [.., dv] (dv may differ from d); returns out like q with v's head dim dv.
 
     window_left/right: keys before/after each row's diagonal key, -1 unbounded (both -1: no
     window); softcap: c of c tanh(s / c), 0 for none; sinks: float32 [heads_q] or None."""
@@ -60,34 +60,43 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: str, sc
 
 @attention.register_fake
 def _(q, k, v, causal, scale, window_left=-1, window_right=-1, softcap=0.0, sinks=None):
-    return torch.empty_like(q)
+    return fajit.output_like(q, v)
 
 
 @torch.library.custom_op("fajit::attention_varlen", mutates_args=())
 def attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
                      cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: str,
-                     scale: Optional[float]) -> torch.Tensor:
-    """q [total_q, heads_q, d]; k, v [total_k, heads_kv, d]; int32 cumulative offsets; out like q."""
+                     scale: Optional[float], window_left: int = -1, window_right: int = -1, softcap: float = 0.0,
+                     sinks: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """q [total_q, heads_q, d]; k, v [total_k, heads_kv, d]; int32 cumulative offsets; out like q.
+
+    The model features as for fajit::attention."""
     return runtime().attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                                      causal=causal, scale=scale)
+                                      causal=causal, scale=scale, window=_window(window_left, window_right),
+                                      softcap=softcap, sinks=sinks)
 
 
 @attention_varlen.register_fake
-def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale):
-    return torch.empty_like(q)
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, scale, window_left=-1,
+      window_right=-1, softcap=0.0, sinks=None):
+    return fajit.output_like(q, v)
 
 
 @torch.library.custom_op("fajit::attention_paged", mutates_args=())
 def attention_paged(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cu_seqlens_q: torch.Tensor,
                     block_table: torch.Tensor, kv_lens: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int,
-                    causal: str, scale: Optional[float]) -> torch.Tensor:
+                    causal: str, scale: Optional[float], window_left: int = -1, window_right: int = -1,
+                    softcap: float = 0.0, sinks: Optional[torch.Tensor] = None) -> torch.Tensor:
     """q [total_q, heads_q, d]; caches [pages, page_size, heads_kv, d]; out like q.
 
-    max_seqlen_k bounds every kv_lens entry; 0 means the block table's capacity."""
+    max_seqlen_k bounds every kv_lens entry; 0 means the block table's capacity. The model
+    features as for fajit::attention."""
     return runtime().attention_paged(q, k_cache, v_cache, cu_seqlens_q, block_table, kv_lens, max_seqlen_q,
-                                     causal=causal, scale=scale, max_seqlen_k=max_seqlen_k or None)
+                                     causal=causal, scale=scale, max_seqlen_k=max_seqlen_k or None,
+                                     window=_window(window_left, window_right), softcap=softcap, sinks=sinks)
 
 
 @attention_paged.register_fake
-def _(q, k_cache, v_cache, cu_seqlens_q, block_table, kv_lens, max_seqlen_q, max_seqlen_k, causal, scale):
-    return torch.empty_like(q)
+def _(q, k_cache, v_cache, cu_seqlens_q, block_table, kv_lens, max_seqlen_q, max_seqlen_k, causal, scale,
+      window_left=-1, window_right=-1, softcap=0.0, sinks=None):
+    return fajit.output_like(q, v_cache)
