@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -82,26 +83,26 @@ Outcome compile_and_check(const KernelSpec& spec, const Backend& backend) {
     return {true, ""};
 }
 
-}  // namespace
+using Target = std::pair<std::string, std::string>;  // a family and an arch it serves
+// The prefill families on every arch each serves, then the decode families on theirs.
+const Target every_target[] = {{"scalar", "gfx1151"},       {"scalar", "gfx942:sramecc+:xnack-"},
+                               {"scalar", "sm_80"},         {"scalar", "sm_90a"},
+                               {"wmma-gfx11", "gfx1151"},   {"mma-sm80", "sm_80"},
+                               {"mma-sm80", "sm_90a"},      {"wgmma-sm90", "sm_90a"},
+                               {"decode-split", "gfx1151"}, {"decode-split", "gfx942:sramecc+:xnack-"},
+                               {"decode-split", "sm_80"},   {"decode-mma", "sm_80"},
+                               {"decode-mma", "sm_90a"}};
+const std::span<const Target> prefill_targets(every_target, 8);
 
-TEST_CASE("window, soft-cap and sinks compile in every family for every arch it serves, without spills") {
+// Compiles specs_of(family, arch) for each target whose compiler is present, on every
+// core, and checks each for spills; returns how many compiled.
+template <class SpecsOf>
+int compile_all_without_spills(std::span<const Target> targets, SpecsOf specs_of) {
     int compiled = 0;
-    for (const auto& [family, arch] : {std::pair<std::string, std::string>{"scalar", "gfx1151"},
-                                       {"scalar", "gfx942:sramecc+:xnack-"},
-                                       {"scalar", "sm_80"},
-                                       {"scalar", "sm_90a"},
-                                       {"wmma-gfx11", "gfx1151"},
-                                       {"mma-sm80", "sm_80"},
-                                       {"mma-sm80", "sm_90a"},
-                                       {"wgmma-sm90", "sm_90a"},
-                                       {"decode-split", "gfx1151"},
-                                       {"decode-split", "gfx942:sramecc+:xnack-"},
-                                       {"decode-split", "sm_80"},
-                                       {"decode-mma", "sm_80"},
-                                       {"decode-mma", "sm_90a"}}) {
+    for (const auto& [family, arch] : targets) {
         const Backend* backend = compiler_for(arch);
         if (!backend) continue;
-        const std::vector<KernelSpec> specs = featured_specs(family, arch);
+        const std::vector<KernelSpec> specs = specs_of(family, arch);
         REQUIRE_MESSAGE(!specs.empty(), family << " on " << arch);
         std::vector<Outcome> outcomes(specs.size());
         on_every_core(specs.size(), [&](std::size_t i) { outcomes[i] = compile_and_check(specs[i], *backend); });
@@ -112,7 +113,14 @@ TEST_CASE("window, soft-cap and sinks compile in every family for every arch it 
             compiled += outcomes[i].ok;
         }
     }
-    std::printf("model features: %d variants compiled, each checked for spills\n", compiled);
+    return compiled;
+}
+
+}  // namespace
+
+TEST_CASE("window, soft-cap and sinks compile in every family for every arch it serves, without spills") {
+    std::printf("model features: %d variants compiled, each checked for spills\n",
+                compile_all_without_spills(every_target, featured_specs));
 }
 
 namespace {
@@ -151,26 +159,6 @@ std::vector<KernelSpec> value_dim_specs(const std::string& family, const std::st
 }  // namespace
 
 TEST_CASE("a V head dim of its own compiles in every family that takes one, for every arch it serves, without spills") {
-    int compiled = 0;
-    for (const auto& [family, arch] : {std::pair<std::string, std::string>{"scalar", "gfx1151"},
-                                       {"scalar", "gfx942:sramecc+:xnack-"},
-                                       {"scalar", "sm_80"},
-                                       {"scalar", "sm_90a"},
-                                       {"wmma-gfx11", "gfx1151"},
-                                       {"mma-sm80", "sm_80"},
-                                       {"mma-sm80", "sm_90a"},
-                                       {"wgmma-sm90", "sm_90a"}}) {
-        const Backend* backend = compiler_for(arch);
-        if (!backend) continue;
-        const std::vector<KernelSpec> specs = value_dim_specs(family, arch);
-        std::vector<Outcome> outcomes(specs.size());
-        on_every_core(specs.size(), [&](std::size_t i) { outcomes[i] = compile_and_check(specs[i], *backend); });
-        for (std::size_t i = 0; i < specs.size(); ++i) {
-            INFO(to_string(specs[i]));
-            CHECK_MESSAGE(outcomes[i].ok, outcomes[i].problem);
-            CHECK_MESSAGE(outcomes[i].problem.empty(), outcomes[i].problem);
-            compiled += outcomes[i].ok;
-        }
-    }
-    std::printf("V head dims: %d variants compiled, each checked for spills\n", compiled);
+    std::printf("V head dims: %d variants compiled, each checked for spills\n",
+                compile_all_without_spills(prefill_targets, value_dim_specs));
 }
