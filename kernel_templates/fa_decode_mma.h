@@ -16,17 +16,19 @@
 
 template <class Spec>
 struct fa_decode_mma_layout {
-    using tile_rows = fa_sm80_rows<Spec::head_dim>;
+    using tile_rows = fa_sm80_rows<Spec::head_dim>;  // Q and K
+    using value_rows = fa_sm80_rows<Spec::head_dim_v>;
     static constexpr int rows = Spec::block_q;
     static constexpr int stages = Spec::kv_stages;
     static constexpr int q_bytes = rows * tile_rows::pitch;
-    static constexpr int kv_bytes = Spec::block_k * tile_rows::pitch;
-    static constexpr int warp_bytes = 2 * stages * kv_bytes;  // a warp's K and V buffers
+    static constexpr int k_bytes = Spec::block_k * tile_rows::pitch;
+    static constexpr int v_bytes = Spec::block_k * value_rows::pitch;
+    static constexpr int warp_bytes = stages * (k_bytes + v_bytes);  // a warp's K and V buffers
     static constexpr int buffer_bytes = q_bytes + Spec::waves * warp_bytes;
     // After the buffers: the warps' frames, the block's frame and sum, and a flag.
     static constexpr int bytes = buffer_bytes + 4 * (Spec::waves + 2) * rows + 4;
     static_assert(rows == 16, "fa_decode_mma holds one m16 row tile");
-    static_assert(4 * rows * Spec::head_dim <= Spec::waves * warp_bytes, "the merged rows fit over the K/V buffers");
+    static_assert(4 * rows * Spec::head_dim_v <= Spec::waves * warp_bytes, "the merged rows fit over the K/V buffers");
     static_assert(bytes <= Spec::shared_bytes, "the host reserves less shared memory than fa_decode_mma_layout uses");
 };
 
@@ -37,14 +39,15 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     using tile_rows = typename layout::tile_rows;
     constexpr int rows = Spec::block_q;
     constexpr int head_dim = Spec::head_dim;
+    constexpr int value_dim = Spec::head_dim_v;
     constexpr int block_k = Spec::block_k;
     constexpr int waves = Spec::waves;
     constexpr int stages = layout::stages;
-    constexpr int padded_dim = fa_sm80_padded_dim<head_dim>;  // what the tiles cover
-    constexpr int dim_slices = padded_dim / 16;               // k steps of Q K^T
-    constexpr int dim_tiles = padded_dim / 8;                 // 8-column tiles of O
-    constexpr int key_tiles = block_k / 8;                    // 8-column tiles of S
-    constexpr int key_slices = block_k / 16;                  // k steps of P V
+    constexpr int padded_dim = fa_sm80_padded_dim<head_dim>;      // what the tiles cover
+    constexpr int dim_slices = padded_dim / 16;                   // k steps of Q K^T
+    constexpr int dim_tiles = fa_sm80_padded_dim<value_dim> / 8;  // 8-column tiles of O
+    constexpr int key_tiles = block_k / 8;                        // 8-column tiles of S
+    constexpr int key_slices = block_k / 16;                      // k steps of P V
     // As in fa_mma_sm80: past 32 registers Q would crowd the O accumulator.
     constexpr bool q_in_registers = padded_dim <= 128;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
@@ -56,8 +59,10 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     const int warp = static_cast<int>(threadIdx.x) / 32;
     const int g = lane / 4;
     const unsigned int warp_buffers = shared + layout::q_bytes + warp * layout::warp_bytes;
-    const auto k_tile = [&](int stage) { return warp_buffers + 2u * stage * layout::kv_bytes; };
-    const auto v_tile = [&](int stage) { return k_tile(stage) + layout::kv_bytes; };
+    const auto k_tile = [&](int stage) {
+        return warp_buffers + static_cast<unsigned int>(stage * (layout::k_bytes + layout::v_bytes));
+    };
+    const auto v_tile = [&](int stage) { return k_tile(stage) + layout::k_bytes; };
 
     const fa_split_block block = fa_split_block_of<Spec>(p, block_k);
     const int kv_head = block.kv_head, group = block.group, packed_rows = block.packed_rows;
@@ -88,10 +93,20 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     const auto load_step = [&](int step) {
         const int key0 = key0_of(step);
         const int stage = step % stages;
-        fa_sm80_load_rows<head_dim, 32, block_k, 2>(
-            {k_tile(stage), v_tile(stage)},
-            fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride}),
-            split_end - key0, aligned, lane);
+        // K and V rows of one width share a pass; V rows of their own width take another.
+        if constexpr (value_dim == head_dim) {
+            fa_sm80_load_rows<head_dim, 32, block_k, 2>(
+                {k_tile(stage), v_tile(stage)},
+                fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride}),
+                split_end - key0, aligned, lane);
+        } else {
+            fa_sm80_load_rows<head_dim, 32, block_k, 1>(
+                {k_tile(stage)}, fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {k}, {p.k_stride}),
+                split_end - key0, aligned, lane);
+            fa_sm80_load_rows<value_dim, 32, block_k, 1>(
+                {v_tile(stage)}, fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {v}, {p.v_stride}),
+                split_end - key0, aligned, lane);
+        }
     };
     // One commit group per step (empty past the end) so wait_group counts steps.
 #pragma unroll
@@ -174,18 +189,18 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
 
 #pragma unroll
         for (int slice = 0; slice < key_slices; ++slice)
-            fa_sm80_add_pv<element, head_dim, 1, dim_tiles, key_slices>(out, probability, v_stage, slice, matrix,
-                                                                        matrix_row);
+            fa_sm80_add_pv<element, value_dim, 1, dim_tiles, key_slices>(out, probability, v_stage, slice, matrix,
+                                                                         matrix_row);
     }
     fa_nv_cp_async_wait<0>();  // no copy may still target the buffers the merge reuses
     __syncthreads();           // and no warp still reads them
 
-    float(*merged)[head_dim] = reinterpret_cast<float(*)[head_dim]>(fa_decode_shared + layout::q_bytes);
+    float(*merged)[value_dim] = reinterpret_cast<float(*)[value_dim]>(fa_decode_shared + layout::q_bytes);
     float* wave_frames = reinterpret_cast<float*>(fa_decode_shared + layout::buffer_bytes);  // [waves][rows]
     float* block_frame = wave_frames + waves * rows;
     float* block_sum = block_frame + rows;
     bool& merges_splits = *reinterpret_cast<bool*>(block_sum + rows);
-    for (int i = threadIdx.x; i < rows * head_dim; i += blockDim.x) merged[i / head_dim][i % head_dim] = 0.0f;
+    for (int i = threadIdx.x; i < rows * value_dim; i += blockDim.x) merged[i / value_dim][i % value_dim] = 0.0f;
     if (threadIdx.x < rows) block_sum[threadIdx.x] = 0.0f;
     const int t = lane % 4;
 #pragma unroll
@@ -204,7 +219,7 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
         if (frame[h] == fa_neg_inf()) continue;  // this warp saw no key of the row
         const float factor = fa_exp2(frame[h] - largest);
 #pragma unroll
-        for (int n = 0; n < head_dim / 8; ++n) {  // the padding dims' tiles are not merged
+        for (int n = 0; n < value_dim / 8; ++n) {  // the padding dims' tiles are not merged
             atomicAdd(&merged[r][8 * n + 2 * t], out[0][4 * n + 2 * h] * factor);
             atomicAdd(&merged[r][8 * n + 2 * t + 1], out[0][4 * n + 2 * h + 1] * factor);
         }

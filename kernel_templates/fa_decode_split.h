@@ -5,7 +5,7 @@
 // Waves take turns through the split's keys, a key per lane: each lane scores its key
 // against every row, the wave agrees on each row's maximum, and the rows' frames move by
 // the rescale-margin rule. Each lane then accumulates its slice of the output's head
-// dims over the wave's keys. The waves' partials are merged in shared memory.
+// dims (Spec::head_dim_v of them) over the wave's keys. The waves' partials are merged in shared memory.
 
 // Whether every K row can be read in 16-byte chunks: an aligned base and strides of
 // whole chunks (8 elements).
@@ -54,12 +54,13 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_sp
     constexpr int lanes = FAJIT_WAVE_SIZE;
     constexpr int rows = Spec::block_q;
     constexpr int head_dim = Spec::head_dim;
+    constexpr int value_dim = Spec::head_dim_v;  // of V and O
     constexpr int waves = Spec::waves;
-    constexpr int dims_per_lane = (head_dim + lanes - 1) / lanes;
+    constexpr int dims_per_lane = (value_dim + lanes - 1) / lanes;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
 
-    __shared__ float query[rows][head_dim];   // pre-scaled by scale * log2(e)
-    __shared__ float merged[rows][head_dim];  // the block's O, relative to block_frame
+    __shared__ float query[rows][head_dim];    // pre-scaled by scale * log2(e)
+    __shared__ float merged[rows][value_dim];  // the block's O, relative to block_frame
     __shared__ float wave_frames[waves][rows];
     __shared__ float block_frame[rows];
     __shared__ float block_sum[rows];
@@ -89,8 +90,8 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_sp
                                   d]) *
                     scale_log2;
         query[r][d] = value;
-        merged[r][d] = 0.0f;
     }
+    for (int i = threadIdx.x; i < rows * value_dim; i += blockDim.x) merged[i / value_dim][i % value_dim] = 0.0f;
     if (threadIdx.x < rows) block_sum[threadIdx.x] = 0.0f;
     __syncthreads();
 
@@ -153,7 +154,7 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_sp
 #pragma unroll
             for (int c = 0; c < dims_per_lane; ++c) {
                 const int d = lane + c * lanes;
-                value[c] = d < head_dim ? fa_to_float(value_row[d]) : 0.0f;
+                value[c] = d < value_dim ? fa_to_float(value_row[d]) : 0.0f;
             }
 #pragma unroll
             for (int r = 0; r < rows; ++r) {
@@ -180,7 +181,7 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_sp
         if (factor == 0.0f) continue;
         for (int c = 0; c < dims_per_lane; ++c) {
             const int d = lane + c * lanes;
-            if (d < head_dim) atomicAdd(&merged[r][d], out[r][c] * factor);
+            if (d < value_dim) atomicAdd(&merged[r][d], out[r][c] * factor);
         }
         if (lane == 0) atomicAdd(&block_sum[r], lane_sum[r] * factor);
     }

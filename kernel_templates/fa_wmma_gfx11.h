@@ -30,7 +30,7 @@
 // src/families/wmma_gfx11.cpp, so NVIDIA can launch it as dynamic shared memory):
 //   K    block_k rows of padded_dim + 8 elements;
 //   V^T  padded_value_dim rows (V's head dim, Spec::head_dim_v, padded) of block_k + 8 elements;
-//   Q    head dims over 128 only: 16 * waves rows of padded_dim + 8 elements.
+//   Q    head dims over 128 (or Q's and O's over 256) only: 16 * waves rows of padded_dim + 8 elements.
 // A fragment read is 32 contiguous bytes per lane at row stride (n + 8) elements =
 // an odd multiple of 4 banks (n a multiple of 16), so the 8 lanes of each 128-bit
 // read phase start 4 banks apart and cover all 32 banks once: K reads and the
@@ -53,7 +53,8 @@ template <class Spec>
 struct fa_wmma_layout {
     static constexpr int padded_dim = (Spec::head_dim + 15) / 16 * 16;
     static constexpr int padded_value_dim = (Spec::head_dim_v + 15) / 16 * 16;
-    static constexpr bool q_in_lds = padded_dim > 128;
+    // Where Q is staged: src/families/wmma_gfx11.cpp (stages_q) gives the rule.
+    static constexpr bool q_in_lds = padded_dim > 128 || (padded_dim > 64 && padded_dim + padded_value_dim > 256);
     static constexpr int k_row = padded_dim + 8;  // elements per staged row
     static constexpr int v_row = Spec::block_k + 8;
     static constexpr int q_row = padded_dim + 8;

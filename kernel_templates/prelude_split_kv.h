@@ -50,7 +50,7 @@ FAJIT_DEVICE int fa_packed_head(int kv_head, int group, int r) { return kv_head 
 FAJIT_DEVICE int fa_packed_query_row(int group, int r) { return r / group; }
 
 // One wave writes one row: O normalized (fa_row_normalizer) and its natural-log LSE;
-// out[c] holds head dim lane + c * wave size.
+// out[c] holds head dim lane + c * wave size (of O: Spec::head_dim_v).
 template <class Spec, int dims_per_lane>
 FAJIT_DEVICE void fa_split_store_row(const fa_params& p, const fa_sequence& sequence, int head, int row,
                                      const float (&out)[dims_per_lane], float frame, float sum) {
@@ -61,7 +61,7 @@ FAJIT_DEVICE void fa_split_store_row(const fa_params& p, const fa_sequence& sequ
     element* output_row = static_cast<element*>(p.o) + fa_row_offset(p.o_stride, sequence, head, row);
     for (int c = 0; c < dims_per_lane; ++c) {
         const int d = lane + c * FAJIT_WAVE_SIZE;
-        if (d < Spec::head_dim) output_row[d] = fa_from_float<element>(out[c] * inverse);
+        if (d < Spec::head_dim_v) output_row[d] = fa_from_float<element>(out[c] * inverse);
     }
     if (p.lse && lane == 0) p.lse[fa_lse_index<Spec>(p, sequence, head, row)] = lse;
 }
@@ -70,12 +70,12 @@ FAJIT_DEVICE void fa_split_store_row(const fa_params& p, const fa_sequence& sequ
 // a barrier that makes merged, frame and sum complete. merges_splits is a shared flag.
 template <class Spec>
 FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequence, int kv_head, int packed_rows,
-                                  const float (*merged)[Spec::head_dim], const float* frame, const float* sum,
+                                  const float (*merged)[Spec::head_dim_v], const float* frame, const float* sum,
                                   bool& merges_splits) {
     constexpr int lanes = FAJIT_WAVE_SIZE;
     constexpr int rows = Spec::block_q;
-    constexpr int head_dim = Spec::head_dim;
-    constexpr int dims_per_lane = (head_dim + lanes - 1) / lanes;
+    constexpr int value_dim = Spec::head_dim_v;  // O's
+    constexpr int dims_per_lane = (value_dim + lanes - 1) / lanes;
     const int lane = fa_lane();
     const int wave = static_cast<int>(threadIdx.x) / lanes;
     const int waves = static_cast<int>(blockDim.x) / lanes;
@@ -86,7 +86,7 @@ FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequenc
             float row_out[dims_per_lane];
             for (int c = 0; c < dims_per_lane; ++c) {
                 const int d = lane + c * lanes;
-                row_out[c] = d < head_dim ? merged[r][d] : 0.0f;
+                row_out[c] = d < value_dim ? merged[r][d] : 0.0f;
             }
             fa_split_store_row<Spec, dims_per_lane>(p, sequence, fa_packed_head(kv_head, group, r),
                                                     fa_packed_query_row(group, r), row_out, frame[r], sum[r]);
@@ -95,14 +95,14 @@ FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequenc
     }
 
     // Several splits: publish this one's partial, and let the last to arrive merge them.
-    constexpr int partial_floats = rows * (head_dim + 2);
+    constexpr int partial_floats = rows * (value_dim + 2);
     const long long pair = static_cast<long long>(blockIdx.z) * p.heads_kv + kv_head;
     float* partials = p.split_partials + pair * p.num_splits * partial_floats;
     float* mine = partials + blockIdx.x * partial_floats;
-    for (int i = threadIdx.x; i < rows * head_dim; i += blockDim.x) mine[i] = merged[i / head_dim][i % head_dim];
+    for (int i = threadIdx.x; i < rows * value_dim; i += blockDim.x) mine[i] = merged[i / value_dim][i % value_dim];
     if (threadIdx.x < rows) {
-        mine[rows * head_dim + threadIdx.x] = frame[threadIdx.x];
-        mine[rows * head_dim + rows + threadIdx.x] = sum[threadIdx.x];
+        mine[rows * value_dim + threadIdx.x] = frame[threadIdx.x];
+        mine[rows * value_dim + rows + threadIdx.x] = sum[threadIdx.x];
     }
     __threadfence();  // the partial is visible device-wide before the arrival is counted
     __syncthreads();
@@ -120,8 +120,8 @@ FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequenc
     for (int r = wave; r < packed_rows; r += waves) {
         float largest = fa_neg_inf();  // the lanes read a split each
         for (int s = lane; s < p.num_splits; s += lanes) {
-            const float split_frame = all[s * partial_floats + rows * head_dim + r];
-            const float split_sum = all[s * partial_floats + rows * head_dim + rows + r];
+            const float split_frame = all[s * partial_floats + rows * value_dim + r];
+            const float split_sum = all[s * partial_floats + rows * value_dim + rows + r];
             largest = fmaxf(largest, split_sum > 0.0f ? split_frame : fa_neg_inf());
         }
         largest = fa_wave_max(largest);
@@ -130,13 +130,13 @@ FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequenc
 #pragma unroll 8
         for (int s = 0; s < p.num_splits; ++s) {
             const volatile float* partial = all + s * partial_floats;
-            const float split_sum = partial[rows * head_dim + rows + r];
+            const float split_sum = partial[rows * value_dim + rows + r];
             // A split with no visible key has sum 0 and frame -inf, and weighs nothing.
-            const float factor = split_sum > 0.0f ? fa_exp2(partial[rows * head_dim + r] - largest) : 0.0f;
+            const float factor = split_sum > 0.0f ? fa_exp2(partial[rows * value_dim + r] - largest) : 0.0f;
             total += split_sum * factor;
             for (int c = 0; c < dims_per_lane; ++c) {
                 const int d = lane + c * lanes;
-                if (d < head_dim) row_out[c] += partial[r * head_dim + d] * factor;
+                if (d < value_dim) row_out[c] += partial[r * value_dim + d] * factor;
             }
         }
         fa_split_store_row<Spec, dims_per_lane>(p, sequence, fa_packed_head(kv_head, group, r),

@@ -20,24 +20,26 @@ constexpr int rows = 16;
 constexpr int min_keys_per_split = 256;
 constexpr int max_splits = 64;
 // Registers a lane, as ptxas gave them (sm_90a: 122 at d=64, 166 at d=128, 226 at d=256),
-// rounded up to the allocation granule.
-int registers_per_lane(int head_dim) {
-    const int padded = padded_head_dim(head_dim);
+// rounded up to the allocation granule; with a V head dim of its own, the wider one's.
+int registers_per_lane(const KernelSpec& spec) {
+    const int padded = std::max(padded_head_dim(spec.head_dim), padded_head_dim(value_head_dim(spec)));
     return padded <= 64 ? 128 : padded <= 128 ? 168 : 232;
 }
 
-unsigned layout_bytes(int head_dim, int block_k, int waves, int stages) {
-    const unsigned row_bytes = 16u * (static_cast<unsigned>(padded_head_dim(head_dim)) / 8u + 1u);
-    const unsigned tile_rows = rows + 2u * stages * block_k * waves;
-    const unsigned merge_bytes = 4u * (waves + 2u) * rows + 4u;
-    return row_bytes * tile_rows + merge_bytes;
+// Rows of a head dim's padded pitch (fa_sm80_rows).
+unsigned row_bytes(int head_dim) { return 16u * (static_cast<unsigned>(padded_head_dim(head_dim)) / 8u + 1u); }
+
+unsigned layout_bytes(const KernelSpec& spec, int stages) {
+    const unsigned key_rows = static_cast<unsigned>(stages * spec.block_k * spec.waves);
+    const unsigned merge_bytes = 4u * (spec.waves + 2u) * rows + 4u;
+    return row_bytes(spec.head_dim) * (rows + key_rows) + row_bytes(value_head_dim(spec)) * key_rows + merge_bytes;
 }
 
 // Blocks an SM holds at once, by registers and by shared memory: an SM's shared memory is
 // the opt-in limit per block plus the 1 KiB the driver keeps per block (CUDA programming
 // guide, compute capabilities).
 int resident_blocks(const KernelSpec& spec, unsigned bytes) {
-    const int by_registers = 65536 / (registers_per_lane(spec.head_dim) * 32 * spec.waves);
+    const int by_registers = 65536 / (registers_per_lane(spec) * 32 * spec.waves);
     const int by_shared = static_cast<int>((nvidia_shared_limit(spec.arch) + 1024u) / (bytes + 1024u));
     return std::max(1, std::min(by_registers, by_shared));
 }
@@ -49,7 +51,7 @@ int best_stages(const KernelSpec& spec) {
     int best = 2;
     long long best_in_flight = 0;
     for (int stages = 2; stages <= 4; ++stages) {
-        const unsigned bytes = layout_bytes(spec.head_dim, spec.block_k, spec.waves, stages);
+        const unsigned bytes = layout_bytes(spec, stages);
         if (bytes > nvidia_shared_limit(spec.arch)) break;
         const long long in_flight = static_cast<long long>(resident_blocks(spec, bytes)) * spec.waves * (stages - 1);
         if (in_flight > best_in_flight) best = stages, best_in_flight = in_flight;
@@ -65,8 +67,8 @@ std::string check(const KernelSpec& spec) {
     if (spec.block_k != 16 && spec.block_k != 32 && spec.block_k != 64)
         return field_error("bk", std::to_string(spec.block_k),
                            "family decode-mma takes 16, 32 or 64 keys per warp step");
-    // Each lane holds 16 x (d + bk) / 32 f32 accumulators (O and S), as mma-sm80 counts them.
-    const int accumulators = rows * (padded_head_dim(spec.head_dim) + spec.block_k) / 32;
+    // Each lane holds 16 x (dv + bk) / 32 f32 accumulators (O and S), as mma-sm80 counts them.
+    const int accumulators = rows * (padded_head_dim(value_head_dim(spec)) + spec.block_k) / 32;
     if (accumulators > 160)
         return field_error("bk", std::to_string(spec.block_k),
                            "family decode-mma would hold " + std::to_string(accumulators) +
@@ -78,7 +80,7 @@ std::string check(const KernelSpec& spec) {
 // padded pitch), then the warps' frames, the block's frame and sum, and a flag.
 SharedLayout shared_layout(const KernelSpec& spec) {
     const int stages = best_stages(spec);
-    return {layout_bytes(spec.head_dim, spec.block_k, spec.waves, stages), true, {{{"kv_stages", stages}}}};
+    return {layout_bytes(spec, stages), true, {{{"kv_stages", stages}}}};
 }
 
 // Short warp steps keep the buffers small, so more blocks are resident and more copies

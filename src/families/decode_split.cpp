@@ -12,7 +12,7 @@ namespace {
 constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_split_kv.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
 constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
-// Each lane keeps block_q rows x head_dim / wave-size output values in registers.
+// Each lane keeps block_q rows x dv / wave-size output values in registers.
 constexpr int max_output_registers = 64;
 // Four resident blocks per compute unit; a split shorter than 256 keys spends more on its
 // partial and the merge than on keys.
@@ -29,10 +29,11 @@ std::string check(const KernelSpec& spec) {
         return field_error("bk", std::to_string(spec.block_k),
                            "family decode-split scores one key per lane: bk must be the wave size (" +
                                std::to_string(lanes) + " on " + spec.arch + ")");
-    if (rows * ((spec.head_dim + lanes - 1) / lanes) > max_output_registers)
+    const int value_dim = value_head_dim(spec);
+    if (rows * ((value_dim + lanes - 1) / lanes) > max_output_registers)
         return field_error("bq", std::to_string(rows),
-                           "family decode-split keeps bq x d / wave-size outputs per lane, at most " +
-                               std::to_string(max_output_registers) + ": at d=" + std::to_string(spec.head_dim) +
+                           "family decode-split keeps bq x dv / wave-size outputs per lane, at most " +
+                               std::to_string(max_output_registers) + ": at dv=" + std::to_string(value_dim) +
                                " choose a smaller bq");
     return {};
 }
@@ -44,7 +45,8 @@ Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
 
 SharedLayout shared_layout(const KernelSpec& spec) {
     // query and merged rows, the waves' frames, the block's frame and sum, and a bool.
-    const unsigned floats = 2u * spec.block_q * spec.head_dim + (spec.waves + 2u) * spec.block_q;
+    const unsigned floats =
+        static_cast<unsigned>(spec.block_q) * (spec.head_dim + value_head_dim(spec)) + (spec.waves + 2u) * spec.block_q;
     return {4u * floats + 1u, false, {}};
 }
 

@@ -52,7 +52,6 @@ struct FamilyDescriptor {
     std::span<const std::string_view> prelude_parts;
     std::span<const DType> dtypes;
     std::span<const int> head_dims;  // ascending
-    bool takes_head_dim_v;           // V and O may have a head dim of their own (KernelSpec::head_dim_v)
     std::span<const KvLayout> kv_layouts;
     std::string_view targets;  // the archs compiles_for accepts, for messages
     bool (*compiles_for)(std::string_view arch);

@@ -78,7 +78,7 @@ SplitPlan plan_key_splits(const KernelSpec& spec, const AttentionArgs& args, int
     SplitPlan plan;
     plan.num_splits = splits;
     if (splits > 1) {
-        plan.partial_floats = static_cast<std::size_t>(pairs) * splits * spec.block_q * (spec.head_dim + 2);
+        plan.partial_floats = static_cast<std::size_t>(pairs) * splits * spec.block_q * (value_head_dim(spec) + 2);
         plan.arrival_counters = static_cast<std::size_t>(pairs);
     }
     return plan;

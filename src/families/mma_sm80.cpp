@@ -85,7 +85,6 @@ extern const FamilyDescriptor mma_sm80_family = {
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
     .head_dims = every_head_dim,
-    .takes_head_dim_v = true,
     .kv_layouts = kv_layouts,
     .targets = "NVIDIA targets sm_80 or later",
     .compiles_for = sm80_or_newer,

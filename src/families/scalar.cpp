@@ -47,7 +47,6 @@ extern const FamilyDescriptor scalar_family = {
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
     .head_dims = every_head_dim,
-    .takes_head_dim_v = true,
     .kv_layouts = kv_layouts,
     .targets = "every AMD (gfx...) and NVIDIA (sm_...) target",
     .compiles_for = compiles_for_every_target,

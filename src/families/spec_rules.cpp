@@ -90,10 +90,6 @@ std::string validate(const KernelSpec& spec) {
             return field_error("dv", std::to_string(spec.head_dim_v), "must be 16..256 in steps of 8");
         if (spec.head_dim_v == spec.head_dim)
             return field_error("dv", std::to_string(spec.head_dim_v), "equals d: leave dv out (0)");
-        if (!family->takes_head_dim_v)
-            return field_error(
-                "dv", std::to_string(spec.head_dim_v),
-                "family " + name + " needs V's head dim equal to d (" + std::to_string(spec.head_dim) + ")");
     }
     if (std::find(family->dtypes.begin(), family->dtypes.end(), spec.dtype) == family->dtypes.end())
         return field_error("dtype", std::string(to_string(spec.dtype)),

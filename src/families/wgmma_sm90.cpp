@@ -93,7 +93,6 @@ extern const FamilyDescriptor wgmma_sm90_family = {
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
     .head_dims = every_head_dim,
-    .takes_head_dim_v = true,
     .kv_layouts = kv_layouts,
     .targets = "the NVIDIA target sm_90a",
     .compiles_for = sm90a,

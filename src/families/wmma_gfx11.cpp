@@ -26,6 +26,15 @@ std::string check(const KernelSpec& spec) {
     return rounded_probability_margin_error(spec);
 }
 
+// fa_wmma_layout::q_in_lds: Q is staged in LDS past head dim 128, or where Q's and O's
+// registers together pass those of d = dv = 128, unless Q is at most 64 dims (32 VGPRs).
+// Measured, gfx1151 static ISA: d=96 with dv=200 spilled 24 VGPRs with Q in registers and
+// none staged; d=64 with dv=256 spilled 8-12 staged and none (236 VGPRs) in registers.
+bool stages_q(int head_dim, int head_dim_v) {
+    const int q = padded_head_dim(head_dim);
+    return q > 128 || (q > 64 && q + padded_head_dim(head_dim_v) > 256);
+}
+
 // 16 query rows per wave. Short query runs use fewer waves per block, so the tile wastes
 // fewer rows; head dims over 128 stage Q in LDS as well, which halves the key step
 // (64-key steps of 4 waves would need 102 KiB at 256). Head dims padded to 112 take
@@ -33,7 +42,7 @@ std::string check(const KernelSpec& spec) {
 // (gfx1151 and gfx1100, static ISA), where 128 needs 229. With a V head dim of its own,
 // the wider of Q's and O's takes the key step.
 Tile choose_tile(const ShapeClass& shape, std::string_view) {
-    const bool q_in_lds = padded_head_dim(shape.head_dim) > 128;
+    const bool q_in_lds = stages_q(shape.head_dim, shape.head_dim_v ? shape.head_dim_v : shape.head_dim);
     const int wider = std::max(padded_head_dim(shape.head_dim), padded_head_dim(shape.head_dim_v));
     int waves = q_in_lds ? 2 : 4;
     if (shape.query_length == QueryLength::decode)
@@ -50,7 +59,8 @@ SharedLayout shared_layout(const KernelSpec& spec) {
     const unsigned d = static_cast<unsigned>(padded_head_dim(spec.head_dim));
     const unsigned dv = static_cast<unsigned>(padded_head_dim(value_head_dim(spec)));
     const unsigned k = static_cast<unsigned>(spec.block_k);
-    const unsigned q_rows = d > 128 ? 16u * static_cast<unsigned>(spec.waves) : 0u;
+    const unsigned q_rows =
+        stages_q(spec.head_dim, value_head_dim(spec)) ? 16u * static_cast<unsigned>(spec.waves) : 0u;
     return {2u * (k * (d + 8) + dv * (k + 8) + q_rows * (d + 8)), vendor_of(spec.arch) == Vendor::nvidia, {}};
 }
 
@@ -65,7 +75,6 @@ extern const FamilyDescriptor wmma_gfx11_family = {
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
     .head_dims = every_head_dim,
-    .takes_head_dim_v = true,
     .kv_layouts = kv_layouts,
     .targets = "gfx11 natively and NVIDIA (sm_*) through its emulation",
     .compiles_for = gfx11_or_emulated,

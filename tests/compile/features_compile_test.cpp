@@ -5,8 +5,7 @@
 // head dims at the edges and the middle, and each feature alone at D=128; with
 // FAJIT_TEST_EXHAUSTIVE=1 every feature set at every head dim the family takes. No GPU is
 // needed; a backend whose compiler library is absent is skipped with its reason.
-// V head dims of their own (KernelSpec::head_dim_v) are swept the same way, in every
-// family that takes one.
+// V head dims of their own (KernelSpec::head_dim_v) are swept the same way.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -92,7 +91,6 @@ const Target every_target[] = {{"scalar", "gfx1151"},       {"scalar", "gfx942:s
                                {"decode-split", "gfx1151"}, {"decode-split", "gfx942:sramecc+:xnack-"},
                                {"decode-split", "sm_80"},   {"decode-mma", "sm_80"},
                                {"decode-mma", "sm_90a"}};
-const std::span<const Target> prefill_targets(every_target, 8);
 
 // Compiles specs_of(family, arch) for each target whose compiler is present, on every
 // core, and checks each for spills; returns how many compiled.
@@ -147,8 +145,8 @@ std::vector<KernelSpec> value_dim_specs(const std::string& family, const std::st
                 if (dtype != pair.dtype && !exhaustive_sweeps()) continue;
                 KernelSpec with;
                 with.head_dim_v = pair.head_dim_v;
-                const KernelSpec spec =
-                    default_spec(family, arch, pair.head_dim, dtype, causal, KvLayout::dense, 0, with);
+                KernelSpec spec = default_spec(family, arch, pair.head_dim, dtype, causal, KvLayout::dense, 0, with);
+                if (family == "decode-split") spec.block_q = 4;  // a GQA group of 4, one query row
                 REQUIRE_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
                 specs.push_back(spec);
             }
@@ -158,7 +156,7 @@ std::vector<KernelSpec> value_dim_specs(const std::string& family, const std::st
 
 }  // namespace
 
-TEST_CASE("a V head dim of its own compiles in every family that takes one, for every arch it serves, without spills") {
+TEST_CASE("a V head dim of its own compiles in every family for every arch it serves, without spills") {
     std::printf("V head dims: %d variants compiled, each checked for spills\n",
-                compile_all_without_spills(prefill_targets, value_dim_specs));
+                compile_all_without_spills(every_target, value_dim_specs));
 }

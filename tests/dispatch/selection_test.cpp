@@ -344,7 +344,7 @@ TEST_CASE("decode-mma splits to one wave of the blocks an SM holds at once") {
     CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 32);  // 264 slots, but splits of 256 keys
 }
 
-TEST_CASE("a V head dim of its own runs on the families that take one, the others yielding") {
+TEST_CASE("a V head dim of its own runs on each arch's tensor-core families, decode included") {
     ShapeClass mla = shape(192, DType::bf16);
     mla.head_dim_v = 128;
     // DeepSeek's MLA prefill on Hopper: wgmma, with the 128-key steps a staged dv of 128 allows.
@@ -355,13 +355,14 @@ TEST_CASE("a V head dim of its own runs on the families that take one, the other
     check_tile(hopper.spec, 128, 128, 8);
     CHECK(select_variant("sm_80", mla, defaults()).spec.family == "mma-sm80");
 
-    // The decode families need dv = d: decode calls pass on to the prefill rows, quietly.
     ShapeClass decode = mla;
     decode.query_length = QueryLength::decode;
     decode.decode_rows = 4;
     const auto decoded = select_variant("sm_90a", decode, defaults());
-    CHECK(decoded.spec.family == "wgmma-sm90");
+    CHECK(decoded.spec.family == "decode-mma");
+    CHECK(decoded.spec.head_dim_v == 128);
     CHECK(decoded.fallback_reason.empty());
+    CHECK(select_variant("gfx1151", decode, defaults()).spec.family == "decode-split");
 
     // On gfx11, WMMA; with Q in LDS past 128 head dims, two waves of 32-key steps.
     const auto gfx11 = select_variant("gfx1151", mla, defaults());
@@ -370,6 +371,8 @@ TEST_CASE("a V head dim of its own runs on the families that take one, the other
     CHECK(gfx11.fallback_reason.empty());
     check_tile(gfx11.spec, 32, 32, 2);
     ShapeClass wide_values = shape(64);
-    wide_values.head_dim_v = 256;  // O's 128 VGPRs take the narrow key step, as at d=256
+    wide_values.head_dim_v = 256;  // Q of 64 dims stays in registers; O's 128 VGPRs take 32-key steps
     check_tile(select_variant("gfx1151", wide_values, defaults()).spec, 64, 32, 4);
+    wide_values.head_dim = 96;  // Q's and O's registers past d = dv = 128's: Q in LDS, as at d=256
+    check_tile(select_variant("gfx1151", wide_values, defaults()).spec, 32, 32, 2);
 }

@@ -1,5 +1,5 @@
 // V and O with a head dim of their own (KernelSpec::head_dim_v) against the f64
-// reference, in every family that takes one: DeepSeek's MLA prefill (192 / 128), V wider
+// reference, in every family: DeepSeek's MLA prefill (192 / 128), V wider
 // than Q and K, head dims that need padding to each family's instruction shape, every
 // dtype the family runs, GQA, the causal modes, strided layouts, and the model features
 // on top. Each family runs where it compiles for the device (wmma-gfx11 through its
@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 #include "families/registry.hpp"
 #include "support/batched_sample.hpp"
@@ -63,12 +64,11 @@ CaseShape shape_of(const ValueDimCase& c, DType dtype) {
 
 }  // namespace
 
-TEST_CASE("every family that takes a V head dim of its own matches the f64 reference") {
+TEST_CASE("every prefill family with a V head dim of its own matches the f64 reference") {
     if (skip_without_device()) return;
     Runtime& runtime = gpu_test_runtime();
     for (const FamilyDescriptor* family :
          {find_family("scalar"), find_family("mma-sm80"), find_family("wgmma-sm90"), find_family("wmma-gfx11")}) {
-        REQUIRE(family->takes_head_dim_v);
         std::vector<std::pair<KernelSpec, CaseShape>> runs;
         std::vector<KernelSpec> specs;
         for (const DType dtype : {DType::f16, DType::bf16, DType::f32})
@@ -102,6 +102,47 @@ TEST_CASE("every family that takes a V head dim of its own matches the f64 refer
         }
         std::printf("%s with dv != d: %zu cases, %d failed; max abs error %.3g\n", std::string(family->name).c_str(),
                     runs.size(), failures, worst);
+        CHECK(failures == 0);
+    }
+}
+
+TEST_CASE("each decode family with a V head dim of its own matches the f64 reference, whole and split") {
+    if (skip_without_device()) return;
+    for (const std::string family : {"decode-mma", "decode-split"}) {
+        if (!find_family(family)->compiles_for(gpu_test_arch())) {
+            MESSAGE(family << " skipped: it does not run on " << gpu_test_arch());
+            continue;
+        }
+        int cases = 0, failures = 0;
+        std::uint64_t seed = 8000;
+        for (const int splits : {1, 0}) {  // the whole range in one block, and the planned split (merged partials)
+            Options options = gpu_test_options(false);
+            options.decode_splits = splits;
+            Runtime runtime(options);
+            for (const DType dtype : {DType::f16, DType::bf16})
+                for (const auto& [head_dim, head_dim_v, len_q] : {std::tuple{192, 128, 1}, {64, 256, 2}, {40, 24, 4}}) {
+                    const ValueDimCase c = {head_dim, head_dim_v, CausalMode::bottom_right, len_q, 3000, Layout::bhsd};
+                    CaseShape shape = shape_of(c, dtype);
+                    shape.heads_q = 8;  // a GQA group of 4 per KV head: 4 x len_q packed rows
+                    shape.heads_kv = 2;
+                    KernelSpec spec =
+                        decode_spec(family, gpu_test_arch(), 4 * len_q, head_dim, dtype, c.causal, KvLayout::dense, 0);
+                    spec.head_dim_v = head_dim_v;
+                    spec = with_family_defaults(spec);
+                    if (family == "decode-split") spec.block_q = 4 * len_q;
+                    REQUIRE_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
+                    const CaseInputs inputs = random_inputs(shape, seed++);
+                    const Comparison result = compare(shape, run_on_device(runtime, spec, shape, inputs).outputs,
+                                                      reference_attention(shape, inputs),
+                                                      output_tolerance(shape, inputs, unit_roundoff(dtype)));
+                    ++cases;
+                    if (result.bad_elements == 0) continue;
+                    ++failures;
+                    FAIL_CHECK(to_string(spec) << " splits=" << splits << " " << shape.describe() << ": "
+                                               << result.bad_elements << " bad, first " << result.first_bad);
+                }
+        }
+        std::printf("%s with dv != d: %d cases, %d failed\n", family.c_str(), cases, failures);
         CHECK(failures == 0);
     }
 }
