@@ -92,6 +92,9 @@ struct AttentionArgs {
     unsigned long long* debug_counters = nullptr;
 };
 
+// The head dim of v and o.
+inline int value_head_dim(const AttentionArgs& args) { return args.head_dim_v ? args.head_dim_v : args.head_dim; }
+
 // Empty when args are usable; else a message naming the bad field and its value.
 // Pointers must be aligned to their element; a dimension of more than one element must have
 // a stride of 0 (broadcast, inputs only) or at least its row's head dim, so rows never overlap.

@@ -48,6 +48,11 @@ struct KernelSpec {
     bool operator==(const KernelSpec&) const = default;
 };
 
+// The head dims specs and calls allow: 16..256 in steps of 8.
+inline constexpr bool supported_head_dim(int head_dim) {
+    return head_dim >= 16 && head_dim <= 256 && head_dim % 8 == 0;
+}
+
 // The head dim of V and O.
 inline int value_head_dim(const KernelSpec& spec) { return spec.head_dim_v ? spec.head_dim_v : spec.head_dim; }
 

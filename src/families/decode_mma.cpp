@@ -26,13 +26,11 @@ int registers_per_lane(const KernelSpec& spec) {
     return padded <= 64 ? 128 : padded <= 128 ? 168 : 232;
 }
 
-// Rows of a head dim's padded pitch (fa_sm80_rows).
-unsigned row_bytes(int head_dim) { return 16u * (static_cast<unsigned>(padded_head_dim(head_dim)) / 8u + 1u); }
-
 unsigned layout_bytes(const KernelSpec& spec, int stages) {
     const unsigned key_rows = static_cast<unsigned>(stages * spec.block_k * spec.waves);
     const unsigned merge_bytes = 4u * (spec.waves + 2u) * rows + 4u;
-    return row_bytes(spec.head_dim) * (rows + key_rows) + row_bytes(value_head_dim(spec)) * key_rows + merge_bytes;
+    return sm80_row_bytes(spec.head_dim) * (rows + key_rows) + sm80_row_bytes(value_head_dim(spec)) * key_rows +
+           merge_bytes;
 }
 
 // Blocks an SM holds at once, by registers and by shared memory: an SM's shared memory is

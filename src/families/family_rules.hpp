@@ -18,6 +18,12 @@ inline constexpr auto every_head_dim = [] {
 // 16x16x16) compute over: rounded up to 16, the padding zeros in shared memory.
 constexpr int padded_head_dim(int head_dim) { return (head_dim + 15) / 16 * 16; }
 
+// Bytes of a staged row of the sm_80 kernels (fa_sm80_rows): the padded head dim's
+// 16-byte chunks plus one chunk of padding.
+constexpr unsigned sm80_row_bytes(int head_dim) {
+    return 16u * (static_cast<unsigned>(padded_head_dim(head_dim)) / 8u + 1u);
+}
+
 // Empty when waves is 1, 2, 4 or 8; else the error naming the field.
 std::string waves_error(const KernelSpec&);
 

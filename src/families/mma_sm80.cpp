@@ -37,13 +37,10 @@ std::string check(const KernelSpec& spec) {
 // (V: of dv's) 16-byte chunks plus one chunk of padding. Head dim 64 tiles are small enough for a
 // third buffer at two blocks per SM.
 SharedLayout shared_layout(const KernelSpec& spec) {
-    const auto row_bytes = [](int head_dim) {
-        return 16u * (static_cast<unsigned>(padded_head_dim(head_dim)) / 8u + 1u);
-    };
     const int stages = std::max(padded_head_dim(spec.head_dim), padded_head_dim(value_head_dim(spec))) <= 64 ? 3 : 2;
     const unsigned q_and_k_rows = static_cast<unsigned>(spec.block_q + stages * spec.block_k);
     const unsigned v_rows = static_cast<unsigned>(stages * spec.block_k);
-    return {row_bytes(spec.head_dim) * q_and_k_rows + row_bytes(value_head_dim(spec)) * v_rows,
+    return {sm80_row_bytes(spec.head_dim) * q_and_k_rows + sm80_row_bytes(value_head_dim(spec)) * v_rows,
             true,
             {{{"kv_stages", stages}}}};
 }
@@ -59,7 +56,7 @@ SharedLayout shared_layout(const KernelSpec& spec) {
 // and up to 128 with 32-key steps).
 // With a V head dim of its own, the wider of the two picks the tiles.
 Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
-    const int padded = std::max(padded_head_dim(shape.head_dim), padded_head_dim(shape.head_dim_v));
+    const int padded = std::max(padded_head_dim(shape.head_dim), padded_head_dim(value_head_dim(shape)));
     // A window's second mask edge or a soft-cap's per-score tanh adds registers: with two
     // 16-row tiles per warp past head dim 96 they spilled (sm_80, d=128: 36 to 48 bytes),
     // so those kernels keep one tile per warp.

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "families/family_rules.hpp"
 #include "families/registry.hpp"
 #include "spec/arch.hpp"
 #include "spec/spec_fields.hpp"
@@ -86,7 +85,7 @@ std::string validate(const KernelSpec& spec) {
         return field_error("d", std::to_string(spec.head_dim),
                            "family " + name + " supports head dims " + describe_head_dims(family->head_dims));
     if (spec.head_dim_v != 0) {
-        if (std::find(every_head_dim.begin(), every_head_dim.end(), spec.head_dim_v) == every_head_dim.end())
+        if (!supported_head_dim(spec.head_dim_v))
             return field_error("dv", std::to_string(spec.head_dim_v), "must be 16..256 in steps of 8");
         if (spec.head_dim_v == spec.head_dim)
             return field_error("dv", std::to_string(spec.head_dim_v), "equals d: leave dv out (0)");

@@ -53,7 +53,7 @@ std::string check(const KernelSpec& spec) {
 // candidates and timings. A warpgroup computes 64 rows at once, so short query runs
 // cost the same tile.
 Tile choose_tile(const ShapeClass& shape, std::string_view) {
-    return {128, staged_head_dim(shape.head_dim_v ? shape.head_dim_v : shape.head_dim) > 128 ? 64 : 128, 8};
+    return {128, staged_head_dim(value_head_dim(shape)) > 128 ? 64 : 128, 8};
 }
 
 // fa_wgmma_layout: Q plus `kv_stages` K, V buffers of unpadded swizzled rows, as many as

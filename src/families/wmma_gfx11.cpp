@@ -42,8 +42,8 @@ bool stages_q(int head_dim, int head_dim_v) {
 // (gfx1151 and gfx1100, static ISA), where 128 needs 229. With a V head dim of its own,
 // the wider of Q's and O's takes the key step.
 Tile choose_tile(const ShapeClass& shape, std::string_view) {
-    const bool q_in_lds = stages_q(shape.head_dim, shape.head_dim_v ? shape.head_dim_v : shape.head_dim);
-    const int wider = std::max(padded_head_dim(shape.head_dim), padded_head_dim(shape.head_dim_v));
+    const bool q_in_lds = stages_q(shape.head_dim, value_head_dim(shape));
+    const int wider = std::max(padded_head_dim(shape.head_dim), padded_head_dim(value_head_dim(shape)));
     int waves = q_in_lds ? 2 : 4;
     if (shape.query_length == QueryLength::decode)
         waves = 1;

@@ -184,9 +184,9 @@ std::string check_arguments(const AttentionArgs& args) {
         return field("heads_q", std::to_string(args.heads_q), "at most 65535 (one grid dimension)");
     if (args.batch > max_grid_yz)
         return field("batch", std::to_string(args.batch), "at most 65535 (one grid dimension)");
-    if (args.head_dim < 16 || args.head_dim > 256 || args.head_dim % 8 != 0)
+    if (!supported_head_dim(args.head_dim))
         return field("head_dim", std::to_string(args.head_dim), "supported head dims are 16..256 in steps of 8");
-    if (args.head_dim_v != 0 && (args.head_dim_v < 16 || args.head_dim_v > 256 || args.head_dim_v % 8 != 0))
+    if (args.head_dim_v != 0 && !supported_head_dim(args.head_dim_v))
         return field("head_dim_v", std::to_string(args.head_dim_v),
                      "supported head dims are 16..256 in steps of 8, or 0 for head_dim");
     if (args.dtype != DType::f16 && args.dtype != DType::bf16 && args.dtype != DType::f32)
@@ -220,9 +220,8 @@ std::string check_arguments(const AttentionArgs& args) {
     if (auto error = check_lse(args); !error.empty()) return error;
 
     const Extents queries = query_extents(args), keys = key_extents(args);
-    const bool own_value_dim = args.head_dim_v != 0;
-    const std::string_view value_dim_name = own_value_dim ? "head_dim_v" : "head_dim";
-    const int value_dim = own_value_dim ? args.head_dim_v : args.head_dim;
+    const std::string_view value_dim_name = args.head_dim_v != 0 ? "head_dim_v" : "head_dim";
+    const int value_dim = value_head_dim(args);
     const std::tuple<std::string_view, const Strides&, const Extents&, std::string_view, int, bool> tensors[] = {
         {"q", args.q_strides, queries, "head_dim", args.head_dim, false},
         {"k", args.k_strides, keys, "head_dim", args.head_dim, false},

@@ -287,8 +287,8 @@ void Runtime::attention(const AttentionArgs& args, void* stream) {
 
 void Runtime::run(const KernelSpec& spec, const AttentionArgs& args, void* stream) {
     if (auto error = check_arguments(args); !error.empty()) throw std::invalid_argument(error);
-    if (spec.head_dim != args.head_dim || value_head_dim(spec) != (args.head_dim_v ? args.head_dim_v : args.head_dim) ||
-        spec.dtype != args.dtype || spec.causal != args.causal)
+    if (spec.head_dim != args.head_dim || value_head_dim(spec) != value_head_dim(args) || spec.dtype != args.dtype ||
+        spec.causal != args.causal)
         throw std::invalid_argument("spec " + to_string(spec) +
                                     " does not match the arguments' head_dim, head_dim_v, dtype or causal");
     if (spec.kv_layout != args.kv_layout ||

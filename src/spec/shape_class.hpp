@@ -33,6 +33,9 @@ struct ShapeClass {
     bool operator==(const ShapeClass&) const = default;
 };
 
+// The head dim of V and O.
+inline int value_head_dim(const ShapeClass& shape) { return shape.head_dim_v ? shape.head_dim_v : shape.head_dim; }
+
 // The most (query row, query head) pairs of one KV head a decode tile takes.
 inline constexpr int decode_rows_max = 16;
 int classify_decode_rows(int len_q, int heads_q, int heads_kv);

@@ -157,7 +157,7 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
         shapes.push_back(decode);
     }
     const int value_dim = request.head_dim_v.value_or(preset ? preset->head_dim_v : 0);
-    if (value_dim != 0 && (value_dim < 16 || value_dim > 256 || value_dim % 8 != 0))
+    if (value_dim != 0 && !supported_head_dim(value_dim))
         throw UsageError("head-dim-v=" + std::to_string(value_dim) + ": must be 16..256 in steps of 8");
     const bool softcap = request.softcap || (preset && preset->softcap);
     const bool sinks = request.sinks || (preset && preset->sinks);

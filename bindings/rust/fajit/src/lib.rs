@@ -146,6 +146,26 @@ impl Strides {
         }
     }
 
+    /// A slots-first paged cache [num_pages, page_size, heads, head_dim].
+    pub fn paged_cache(page_size: i32, heads: i32, head_dim: i32) -> Self {
+        let (page_size, heads, head_dim) = (page_size as i64, heads as i64, head_dim as i64);
+        Strides {
+            batch: page_size * heads * head_dim,
+            head: head_dim,
+            sequence: heads * head_dim,
+        }
+    }
+
+    /// A tensor's default strides in a call of `layout`: contiguous for dense calls, packed
+    /// for batched ones.
+    fn default_for(layout: sys::_bindgen_ty_2, heads: i32, len: i32, head_dim: i32) -> Self {
+        if layout == sys::FAJIT_KV_DENSE {
+            Strides::contiguous(heads, len, head_dim)
+        } else {
+            Strides::packed(heads, head_dim)
+        }
+    }
+
     fn raw(self) -> sys::fajit_strides {
         sys::fajit_strides {
             batch: self.batch,
@@ -215,19 +235,10 @@ impl Attention {
         raw.kv_layout = layout as i32;
         raw.scale = 1.0 / (shape.head_dim.max(1) as f32).sqrt();
         let mut call = Attention { raw }.causal(Causal::None);
-        let dense_q = Strides::contiguous(shape.heads_q, shape.len_q, shape.head_dim);
-        let packed_q = Strides::packed(shape.heads_q, shape.head_dim);
-        let q_strides = if layout == sys::FAJIT_KV_DENSE {
-            dense_q
-        } else {
-            packed_q
-        };
+        let q_strides = Strides::default_for(layout, shape.heads_q, shape.len_q, shape.head_dim);
         call.raw.q_strides = q_strides.raw();
         call.raw.o_strides = q_strides.raw();
-        let kv_strides = match layout {
-            sys::FAJIT_KV_DENSE => Strides::contiguous(shape.heads_kv, shape.len_k, shape.head_dim),
-            _ => Strides::packed(shape.heads_kv, shape.head_dim),
-        };
+        let kv_strides = Strides::default_for(layout, shape.heads_kv, shape.len_k, shape.head_dim);
         call.raw.k_strides = kv_strides.raw();
         call.raw.v_strides = kv_strides.raw();
         call
@@ -252,11 +263,7 @@ impl Attention {
     /// (`.k_strides(Strides { batch: page stride, head, sequence: slot stride })` for others).
     pub fn paged(dtype: DType, shape: Shape, paged: Paged) -> Self {
         let mut call = Self::new(dtype, shape, sys::FAJIT_KV_PAGED);
-        let cache = Strides {
-            batch: paged.page_size as i64 * shape.heads_kv as i64 * shape.head_dim as i64,
-            head: shape.head_dim as i64,
-            sequence: shape.heads_kv as i64 * shape.head_dim as i64,
-        };
+        let cache = Strides::paged_cache(paged.page_size, shape.heads_kv, shape.head_dim);
         call.raw.k_strides = cache.raw();
         call.raw.v_strides = cache.raw();
         call.raw.cu_seqlens_q = paged.cu_seqlens_q as *const i32;
@@ -360,25 +367,12 @@ impl Attention {
     /// v or o strides: it resets them to the layout's defaults for the new width.
     pub fn value_head_dim(mut self, head_dim_v: i32) -> Self {
         self.raw.head_dim_v = head_dim_v;
-        let (heads_q, heads_kv) = (self.raw.heads_q, self.raw.heads_kv);
-        let row = head_dim_v as i64;
-        let (o, v) = match self.raw.kv_layout as u32 {
-            sys::FAJIT_KV_DENSE => (
-                Strides::contiguous(heads_q, self.raw.len_q, head_dim_v),
-                Strides::contiguous(heads_kv, self.raw.len_k, head_dim_v),
-            ),
-            sys::FAJIT_KV_RAGGED => (
-                Strides::packed(heads_q, head_dim_v),
-                Strides::packed(heads_kv, head_dim_v),
-            ),
-            _ => (
-                Strides::packed(heads_q, head_dim_v),
-                Strides {
-                    batch: self.raw.page_size as i64 * heads_kv as i64 * row,
-                    head: row,
-                    sequence: heads_kv as i64 * row,
-                },
-            ),
+        let layout = self.raw.kv_layout as sys::_bindgen_ty_2;
+        let o = Strides::default_for(layout, self.raw.heads_q, self.raw.len_q, head_dim_v);
+        let v = if layout == sys::FAJIT_KV_PAGED {
+            Strides::paged_cache(self.raw.page_size, self.raw.heads_kv, head_dim_v)
+        } else {
+            Strides::default_for(layout, self.raw.heads_kv, self.raw.len_k, head_dim_v)
         };
         self.raw.o_strides = o.raw();
         self.raw.v_strides = v.raw();
