@@ -427,3 +427,26 @@ struct alignas(16) fa_u32x4 {
 
 // Lane index within the wave; the kernels launch one-dimensional blocks.
 FAJIT_DEVICE int fa_lane() { return static_cast<int>(threadIdx.x) % FAJIT_WAVE_SIZE; }
+
+// Eight consecutive 16-bit elements from global memory; one 128-bit load when the
+// tensor's base and row stride allow it (block-uniform), else element by element.
+FAJIT_DEVICE fa_u32x4 fa_load8(const unsigned short* source, bool vector_ok) {
+    if (vector_ok) return *reinterpret_cast<const fa_u32x4*>(source);
+    fa_u32x4 value;
+    value.x = source[0] | (static_cast<unsigned int>(source[1]) << 16);
+    value.y = source[2] | (static_cast<unsigned int>(source[3]) << 16);
+    value.z = source[4] | (static_cast<unsigned int>(source[5]) << 16);
+    value.w = source[6] | (static_cast<unsigned int>(source[7]) << 16);
+    return value;
+}
+
+// Whether rows of 16-bit elements from `base` at `row_stride` take 128-bit loads.
+FAJIT_DEVICE bool fa_vector_ok(const void* base, long long row_stride) {
+    return ((reinterpret_cast<unsigned long long>(base) | static_cast<unsigned long long>(row_stride * 2)) & 15u) == 0;
+}
+
+// The block a kernel works on (query tile, head, sequence), for kernels whose tile part
+// may order blocks differently from the grid (fa_tile_block).
+struct fa_block_coordinates {
+    int x, y, z;
+};

@@ -1,24 +1,32 @@
 // fa-jit prelude, WMMA tile part: the 16x16x16 tile MMA of the wmma-gfx11 family.
 //
-// One tile API, one implementation per arch. The layout is gfx11 WMMA's (wave32);
-// on every other target the same functions emulate it lane for lane with warp
+// One tile API, one implementation per arch: prelude_mfma_tile.h gives the same names for
+// gfx9's MFMA, and fa_matrix_core.h is written against them. The layout is gfx11 WMMA's
+// (wave32); on every other target the same functions emulate it lane for lane with warp
 // shuffles, so a kernel written against it runs unchanged on an NVIDIA GPU and its
 // indexing is exercised there exactly as on gfx11.
 //
+//   FAJIT_TILE_WAVE 32: lanes of the wave the tiles live in. fa_tile_lane(), fa_tile_wave().
+//   fa_tile_group() lane / 16; fa_tile_groups (2) lanes share each column of a C tile.
 //   fa_tile_c  16x16 f32 accumulator C. Element v (0..7) of lane l is
-//              C[row 2v + l/16][col l%16]: the two half-waves interleave rows.
+//              C[fa_tile_c_row(v) = 2v + l/16][col l%16]: the two half-waves interleave rows.
 //   fa_tile_ab 16-bit operand: lane l holds one k-vector x[0..15] of index l%16,
 //              packed two per word (element k in bits 16*(k%2) of w[k/2]).
 //              As A (16 x 16): A[row l%16][k]. As B (16 x 16): B[k][col l%16].
 //              Lanes l and l^16 must hold the same values (gfx11 replicates the
 //              operands across the half-waves; the emulation reads each half-wave's
 //              own copy, so a kernel that fails to replicate computes wrong rows).
-//   fa_mma<T>(c, a, b)             c += a * b, products of T summed in f32.
-//   fa_tile_c_to_b<T>(c)           the lane exchange that makes an operand out of an
+//   fa_load_operand(row)        the operand of a 16-element run in LDS (this lane's part).
+//   fa_global_operand(row, n, vector_ok)  the same from global memory, of whose 16
+//              elements the first n (0, 8 or 16) are data and the rest read as zeros.
+//   fa_mma<T>(c, a, b)          c += a * b, products of T summed in f32.
+//   fa_tile_c_to_b<T>(c)        the lane exchange that makes an operand out of an
 //              accumulator: lane l gets x[k] = C[k][l%16] for k = 0..15 (rounded to T),
 //              i.e. B = C, or read as A, A = C^T. Lane l owns C's even or odd rows
 //              (by l/16), so one exchange with lane l^16 completes the k-vector.
-//   fa_exchange_halves(x)          the value lane l^16 holds (permlanex16 on gfx11).
+//   fa_column_max(x), fa_column_sum(x)  over the lanes that share this lane's column.
+//   fa_tile_wave_sync()         orders one wave's LDS writes before its reads.
+//   fa_tile_block()             the block's coordinates: the grid's own on gfx11.
 #if FAJIT_AMD && (defined(__gfx1100__) || defined(__gfx1101__) || defined(__gfx1102__) || defined(__gfx1103__) || \
                   defined(__gfx1150__) || defined(__gfx1151__) || defined(__gfx1152__) || defined(__GFX11__))
 #define FAJIT_WMMA_NATIVE 1
@@ -37,6 +45,19 @@ typedef float fa_v8f __attribute__((ext_vector_type(8)));
 typedef short fa_v16s __attribute__((ext_vector_type(16)));
 typedef _Float16 fa_v16h __attribute__((ext_vector_type(16)));
 #endif
+
+#define FAJIT_TILE_WAVE 32
+constexpr int fa_tile_groups = 2;
+constexpr int fa_tile_c_elements = 8;
+
+FAJIT_DEVICE int fa_tile_lane() { return static_cast<int>(threadIdx.x) % FAJIT_TILE_WAVE; }
+FAJIT_DEVICE int fa_tile_wave() { return static_cast<int>(threadIdx.x) / FAJIT_TILE_WAVE; }
+FAJIT_DEVICE int fa_tile_group() { return fa_tile_lane() / 16; }
+FAJIT_DEVICE int fa_tile_c_row(int v) { return 2 * v + fa_tile_group(); }
+FAJIT_DEVICE void fa_tile_wave_sync() { fa_wave_sync(); }
+FAJIT_DEVICE fa_block_coordinates fa_tile_block() {
+    return {static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z)};
+}
 
 FAJIT_DEVICE unsigned int fa_shuffle_u32(unsigned int value, int source_lane) {
 #if FAJIT_AMD
@@ -61,6 +82,26 @@ FAJIT_DEVICE float fa_exchange_halves(float value) {
     return __uint_as_float(fa_exchange_halves(__float_as_uint(value)));
 }
 
+FAJIT_DEVICE float fa_column_max(float x) { return fmaxf(x, fa_exchange_halves(x)); }
+FAJIT_DEVICE float fa_column_sum(float x) { return x + fa_exchange_halves(x); }
+
+FAJIT_DEVICE fa_tile_ab fa_operand_of(const fa_u32x4& low, const fa_u32x4& high) {
+    fa_tile_ab operand;
+    operand.w[0] = low.x, operand.w[1] = low.y, operand.w[2] = low.z, operand.w[3] = low.w;
+    operand.w[4] = high.x, operand.w[5] = high.y, operand.w[6] = high.z, operand.w[7] = high.w;
+    return operand;
+}
+
+// Two 128-bit reads.
+FAJIT_DEVICE fa_tile_ab fa_load_operand(const unsigned short* row) {
+    return fa_operand_of(reinterpret_cast<const fa_u32x4*>(row)[0], reinterpret_cast<const fa_u32x4*>(row)[1]);
+}
+
+FAJIT_DEVICE fa_tile_ab fa_global_operand(const unsigned short* row, int data, bool vector_ok) {
+    const fa_u32x4 zero = {0u, 0u, 0u, 0u};
+    return fa_operand_of(data >= 8 ? fa_load8(row, vector_ok) : zero, data >= 16 ? fa_load8(row + 8, vector_ok) : zero);
+}
+
 // Raw 16-bit bits <-> float for the element types the tiles carry.
 template <class T>
 FAJIT_DEVICE float fa_bits_to_float(unsigned int bits) {
@@ -83,8 +124,7 @@ template <class T>
 __device__ __attribute__((noinline)) fa_tile_c fa_mma_emulated(fa_tile_c c, fa_tile_ab a, fa_tile_ab b) {
     // Dependent on T so wave64 targets, which never instantiate it, still compile the prelude.
     static_assert(FAJIT_WAVE_SIZE == 32 || sizeof(T) == 0, "the WMMA emulation needs 32-lane waves");
-    const int lane = fa_lane();
-    const int half = lane / 16;
+    const int half = fa_tile_group();
     float column[16];
 #pragma unroll
     for (int k = 0; k < 16; ++k) column[k] = fa_bits_to_float<T>(b.w[k / 2] >> (16 * (k % 2)));
@@ -125,7 +165,7 @@ FAJIT_DEVICE void fa_mma(fa_tile_c& c, const fa_tile_ab& a, const fa_tile_ab& b)
 // its own parity of k and takes the other from lane l^16: four 32-bit exchanges per tile.
 template <class T>
 FAJIT_DEVICE fa_tile_ab fa_tile_c_to_b(const fa_tile_c& c) {
-    const int half = fa_lane() / 16;
+    const int half = fa_tile_group();
     unsigned int mine[4];
     for (int j = 0; j < 4; ++j) mine[j] = fa_float_to_bits<T>(c.x[2 * j]) | (fa_float_to_bits<T>(c.x[2 * j + 1]) << 16);
     fa_tile_ab out;

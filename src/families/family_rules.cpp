@@ -20,6 +20,28 @@ std::string rounded_probability_margin_error(const KernelSpec& spec) {
     return {};
 }
 
+std::string matrix_core_tile_error(const KernelSpec& spec) {
+    if (auto error = waves_error(spec); !error.empty()) return error;
+    if (spec.block_q != 16 * spec.waves)
+        return field_error(
+            "bq", std::to_string(spec.block_q),
+            "family " + spec.family + " needs 16 query rows per wave (" + std::to_string(16 * spec.waves) + ")");
+    if (spec.block_k < 16 || spec.block_k % 16 != 0 || spec.block_k > 128)
+        return field_error("bk", std::to_string(spec.block_k),
+                           "family " + spec.family + " needs a multiple of 16, at most 128");
+    return rounded_probability_margin_error(spec);
+}
+
+SharedLayout matrix_core_layout(const KernelSpec& spec, bool q_in_lds) {
+    const unsigned d = static_cast<unsigned>(padded_head_dim(spec.head_dim));
+    const unsigned dv = static_cast<unsigned>(padded_head_dim(value_head_dim(spec)));
+    const unsigned k = static_cast<unsigned>(spec.block_k);
+    const unsigned q_rows = q_in_lds ? 16u * static_cast<unsigned>(spec.waves) : 0u;
+    return {2u * (k * (d + 8) + dv * (k + 8) + q_rows * (d + 8)),
+            vendor_of(spec.arch) == Vendor::nvidia,
+            {LayoutConstant{"q_in_lds", q_in_lds ? 1 : 0}}};
+}
+
 bool compiles_for_every_target(std::string_view) { return true; }
 
 bool sm80_or_newer(std::string_view arch) { return sm_version(arch) >= 80; }

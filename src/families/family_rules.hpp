@@ -24,6 +24,16 @@ constexpr unsigned sm80_row_bytes(int head_dim) {
     return 16u * (static_cast<unsigned>(padded_head_dim(head_dim)) / 8u + 1u);
 }
 
+// The families of fa_matrix_core.h (wmma-gfx11, mfma-gfx9): 16 query rows per wave, key
+// steps a multiple of 16 up to 128, and the rounded-probability margin: empty, or the
+// error naming the field.
+std::string matrix_core_tile_error(const KernelSpec&);
+
+// fa_matrix_core_layout: K rows and transposed V rows (of the head dims padded to 16)
+// padded by 8 elements, plus Q's rows where q_in_lds. dynamic on NVIDIA (the emulations),
+// where more than 48 KiB must be; the template reads q_in_lds from the spec.
+SharedLayout matrix_core_layout(const KernelSpec&, bool q_in_lds);
+
 // Empty when waves is 1, 2, 4 or 8; else the error naming the field.
 std::string waves_error(const KernelSpec&);
 

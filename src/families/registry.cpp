@@ -8,6 +8,7 @@ namespace fajit {
 
 // Each descriptor is defined in its own file of this folder.
 extern const FamilyDescriptor wmma_gfx11_family;
+extern const FamilyDescriptor mfma_gfx9_family;
 extern const FamilyDescriptor wgmma_sm90_family;
 extern const FamilyDescriptor mma_sm80_family;
 extern const FamilyDescriptor scalar_family;
@@ -20,12 +21,13 @@ namespace {
 // aotriton dispatch tables. The decode families take only decode shapes (their
 // refuses_shape), so prefill passes on to the prefill rows; decode on NVIDIA sm_80+ runs
 // on tensor cores, and head dims decode-mma lacks take decode-split. A row that cannot take a shape yields to the next
-// (f32 on sm_90a runs scalar); ending on the last row is a fallback. wmma-gfx11 has no NVIDIA row: its
-// emulation there is for tests, chosen with FAJIT_FAMILY.
+// (f32 on sm_90a runs scalar); ending on the last row is a fallback. wmma-gfx11 and mfma-gfx9 have no NVIDIA
+// row: their emulations there are for tests, chosen with FAJIT_FAMILY.
 constexpr VariantRow rows[] = {
     {"decode sm_80+", &decode_mma_family},
     {"decode (any)", &decode_split_family},
     {"gfx11", &wmma_gfx11_family, is_gfx11},
+    {"gfx9 (CDNA)", &mfma_gfx9_family, is_cdna_mfma},
     {"sm_90a", &wgmma_sm90_family},
     {"sm_80+", &mma_sm80_family},
     {"any", &scalar_family},

@@ -1,11 +1,10 @@
-// wmma-gfx11: gfx11's WMMA (16x16x16, wave32) with O kept and rescaled in registers, any
-// head dim the spec allows (padded to 16 inside the kernel); on NVIDIA the same template
-// runs through the prelude's lane-faithful emulation.
+// wmma-gfx11: fa_matrix_core.h on gfx11's WMMA (16x16x16, wave32) with O kept and
+// rescaled in registers, any head dim the spec allows (padded to 16 inside the kernel);
+// on NVIDIA the same template runs through the tile part's lane-faithful emulation.
 #include <algorithm>
 
 #include "families/family_rules.hpp"
 #include "spec/arch.hpp"
-#include "spec/spec_fields.hpp"
 
 namespace fajit {
 namespace {
@@ -16,18 +15,8 @@ constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::
 
 bool gfx11_or_emulated(std::string_view arch) { return is_gfx11(arch) || vendor_of(arch) == Vendor::nvidia; }
 
-std::string check(const KernelSpec& spec) {
-    if (auto error = waves_error(spec); !error.empty()) return error;
-    if (spec.block_q != 16 * spec.waves)
-        return field_error("bq", std::to_string(spec.block_q),
-                           "family wmma-gfx11 needs 16 query rows per wave (" + std::to_string(16 * spec.waves) + ")");
-    if (spec.block_k < 16 || spec.block_k % 16 != 0 || spec.block_k > 128)
-        return field_error("bk", std::to_string(spec.block_k), "family wmma-gfx11 needs a multiple of 16, at most 128");
-    return rounded_probability_margin_error(spec);
-}
-
-// fa_wmma_layout::q_in_lds: Q is staged in LDS past head dim 128, or where Q's and O's
-// registers together pass those of d = dv = 128, unless Q is at most 64 dims (32 VGPRs).
+// Spec::q_in_lds: Q is staged in LDS past head dim 128, or where Q's and O's registers
+// together pass those of d = dv = 128, unless Q is at most 64 dims (32 VGPRs).
 // Measured, gfx1151 static ISA: d=96 with dv=200 spilled 24 VGPRs with Q in registers and
 // none staged; d=64 with dv=256 spilled 8-12 staged and none (236 VGPRs) in registers.
 bool stages_q(int head_dim, int head_dim_v) {
@@ -52,16 +41,8 @@ Tile choose_tile(const ShapeClass& shape, std::string_view) {
     return {16 * waves, q_in_lds || wider == 112 || wider > 128 ? 32 : 64, waves};
 }
 
-// fa_wmma_layout: K rows and transposed V rows (of the head dims padded to 16) padded by
-// 8 elements, plus Q for head dims over 128. Static LDS on AMD; on NVIDIA (the emulation) dynamic, since more than
-// 48 KiB must be.
 SharedLayout shared_layout(const KernelSpec& spec) {
-    const unsigned d = static_cast<unsigned>(padded_head_dim(spec.head_dim));
-    const unsigned dv = static_cast<unsigned>(padded_head_dim(value_head_dim(spec)));
-    const unsigned k = static_cast<unsigned>(spec.block_k);
-    const unsigned q_rows =
-        stages_q(spec.head_dim, value_head_dim(spec)) ? 16u * static_cast<unsigned>(spec.waves) : 0u;
-    return {2u * (k * (d + 8) + dv * (k + 8) + q_rows * (d + 8)), vendor_of(spec.arch) == Vendor::nvidia, {}};
+    return matrix_core_layout(spec, stages_q(spec.head_dim, value_head_dim(spec)));
 }
 
 unsigned lds_limit(std::string_view) { return 64u * 1024u; }
@@ -70,15 +51,15 @@ unsigned lds_limit(std::string_view) { return 64u * 1024u; }
 
 extern const FamilyDescriptor wmma_gfx11_family = {
     .name = "wmma-gfx11",
-    .template_file = "fa_wmma_gfx11.h",
-    .kernel = "fa_wmma_gfx11",
+    .template_file = "fa_matrix_core.h",
+    .kernel = "fa_matrix_core",
     .prelude_parts = prelude_parts,
     .dtypes = dtypes,
     .head_dims = every_head_dim,
     .kv_layouts = kv_layouts,
     .targets = "gfx11 natively and NVIDIA (sm_*) through its emulation",
     .compiles_for = gfx11_or_emulated,
-    .check = check,
+    .check = matrix_core_tile_error,
     .choose_tile = choose_tile,
     .shared_layout = shared_layout,
     .shared_limit = lds_limit,

@@ -24,6 +24,11 @@ bool is_gfx11(std::string_view arch) {
     return processor.starts_with("gfx11") && processor.size() == 7;
 }
 
+bool is_cdna_mfma(std::string_view arch) {
+    const auto processor = processor_of(arch);
+    return processor == "gfx90a" || processor == "gfx940" || processor == "gfx941" || processor == "gfx942";
+}
+
 int sm_version(std::string_view arch) {
     int sm = 0;
     if (vendor_of(arch) == Vendor::nvidia) std::from_chars(arch.data() + 3, arch.data() + arch.size(), sm);

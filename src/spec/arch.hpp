@@ -13,6 +13,9 @@ std::string_view processor_of(std::string_view arch);
 // Lanes per wave: 64 on gfx9 (GCN/CDNA), 32 on gfx10+ and NVIDIA.
 int wave_size(std::string_view arch);
 bool is_gfx11(std::string_view arch);
+// The CDNA targets with 16x16x16 MFMA in f16 and bf16 (bf16_1k): gfx90a (MI200),
+// gfx940, gfx941 and gfx942 (MI300).
+bool is_cdna_mfma(std::string_view arch);
 // The SM number of an NVIDIA target ("sm_90a" -> 90), 0 when it has none.
 int sm_version(std::string_view arch);
 

@@ -84,12 +84,19 @@ Outcome compile_and_check(const KernelSpec& spec, const Backend& backend) {
 
 using Target = std::pair<std::string, std::string>;  // a family and an arch it serves
 // The prefill families on every arch each serves, then the decode families on theirs.
-const Target every_target[] = {{"scalar", "gfx1151"},       {"scalar", "gfx942:sramecc+:xnack-"},
-                               {"scalar", "sm_80"},         {"scalar", "sm_90a"},
-                               {"wmma-gfx11", "gfx1151"},   {"mma-sm80", "sm_80"},
-                               {"mma-sm80", "sm_90a"},      {"wgmma-sm90", "sm_90a"},
-                               {"decode-split", "gfx1151"}, {"decode-split", "gfx942:sramecc+:xnack-"},
-                               {"decode-split", "sm_80"},   {"decode-mma", "sm_80"},
+const Target every_target[] = {{"scalar", "gfx1151"},
+                               {"scalar", "gfx942:sramecc+:xnack-"},
+                               {"scalar", "sm_80"},
+                               {"scalar", "sm_90a"},
+                               {"wmma-gfx11", "gfx1151"},
+                               {"mfma-gfx9", "gfx942:sramecc+:xnack-"},
+                               {"mma-sm80", "sm_80"},
+                               {"mma-sm80", "sm_90a"},
+                               {"wgmma-sm90", "sm_90a"},
+                               {"decode-split", "gfx1151"},
+                               {"decode-split", "gfx942:sramecc+:xnack-"},
+                               {"decode-split", "sm_80"},
+                               {"decode-mma", "sm_80"},
                                {"decode-mma", "sm_90a"}};
 
 // Compiles specs_of(family, arch) for each target whose compiler is present, on every

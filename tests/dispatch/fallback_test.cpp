@@ -182,7 +182,7 @@ TEST_CASE("a damaged failure record is dropped with a warning and the variant is
 
 TEST_CASE("a variant the loader rejects falls back too, after one fresh compile") {
     CapturedWarnings warnings;
-    FakeRuntime fake(gfx1151({}, {"fa_wmma_gfx11"}), memory_only());
+    FakeRuntime fake(gfx1151({}, {"fa_matrix_core"}), memory_only());
     fake.runtime->attention(args_for(2048), nullptr);
     CHECK(fake.runtime->select(args_for(2048)).family == "scalar");
     CHECK(fake.counters->loads == 3);  // variant, variant recompiled, scalar
@@ -205,7 +205,7 @@ TEST_CASE("FAJIT_STRICT turns each kind of fallback into an error, but not FAJIT
         CHECK(fake.counters->launches == 0);
     }
     {
-        FakeRuntime fake(gfx1151({}, {"fa_wmma_gfx11"}), strict);
+        FakeRuntime fake(gfx1151({}, {"fa_matrix_core"}), strict);
         try {
             fake.runtime->attention(args_for(2048), nullptr);
             FAIL("expected an error");

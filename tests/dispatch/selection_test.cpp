@@ -27,13 +27,19 @@ void check_tile(const KernelSpec& spec, int block_q, int block_k, int waves) {
 
 }  // namespace
 
-TEST_CASE("the table tries the decode families first, prefers wmma-gfx11 on gfx11 and ends with scalar for any arch") {
+TEST_CASE(
+    "the table tries the decode families first, prefers wmma-gfx11 on gfx11 and mfma-gfx9 on CDNA, and ends with "
+    "scalar for any arch") {
     const auto table = variant_table();
-    REQUIRE(table.size() >= 4);
+    REQUIRE(table.size() >= 5);
     CHECK(table[0].family->name == "decode-mma");
     CHECK(table[1].family->name == "decode-split");
     CHECK(table[2].family->name == "wmma-gfx11");
     CHECK(table[2].arch_class == "gfx11");
+    CHECK(table[3].family->name == "mfma-gfx9");
+    CHECK(table[3].offered_on("gfx942:sramecc+:xnack-"));
+    CHECK_FALSE(table[3].offered_on("sm_90a"));  // its emulation runs only when asked for
+    CHECK_FALSE(table[3].offered_on("gfx908"));  // no bf16_1k MFMA
     CHECK(table.back().family->name == "scalar");
     CHECK(&fallback_family() == table.back().family);
     for (const char* arch : {"gfx1151", "gfx942:sramecc+:xnack-", "sm_90a", "sm_75"})
@@ -126,8 +132,8 @@ TEST_CASE("NVIDIA sm_80 and newer without wgmma: mma-sm80 with the measured tile
     check_tile(select_variant("sm_90a", shape(200), defaults()).spec, 128, 64, 8);
 }
 
-TEST_CASE("older NVIDIA and non-gfx11 AMD archs: scalar, with no fallback to report") {
-    for (const char* arch : {"sm_75", "gfx942:sramecc+:xnack-", "gfx90a", "gfx1030"}) {
+TEST_CASE("older NVIDIA and AMD archs with no matrix-core family: scalar, with no fallback to report") {
+    for (const char* arch : {"sm_75", "gfx1030", "gfx908"}) {
         CAPTURE(arch);
         const auto selection = select_variant(arch, shape(128), defaults());
         CHECK(selection.spec.family == "scalar");
@@ -137,13 +143,34 @@ TEST_CASE("older NVIDIA and non-gfx11 AMD archs: scalar, with no fallback to rep
     }
 }
 
+TEST_CASE("CDNA (gfx90a, gfx94x): mfma-gfx9 at every head dim, 64-key steps where K and V^T fit in 64 KiB") {
+    for (const char* arch : {"gfx942:sramecc+:xnack-", "gfx90a:sramecc+:xnack-", "gfx940", "gfx941"})
+        for (const int head_dim : {16, 24, 64, 80, 96, 112, 128, 184, 256}) {
+            CAPTURE(arch);
+            CAPTURE(head_dim);
+            const auto selection = select_variant(arch, shape(head_dim), defaults());
+            CHECK(selection.spec.family == "mfma-gfx9");
+            CHECK(selection.fallback_reason.empty());
+        }
+    check_tile(select_variant("gfx942:sramecc+:xnack-", shape(128), defaults()).spec, 64, 64, 4);
+    check_tile(select_variant("gfx942:sramecc+:xnack-", shape(224), defaults()).spec, 64, 64, 4);
+    check_tile(select_variant("gfx942:sramecc+:xnack-", shape(232), defaults()).spec, 64, 32, 4);
+    check_tile(select_variant("gfx90a", shape(128, DType::f16, QueryLength::small), defaults()).spec, 32, 64, 2);
+    // f32 has no MFMA here: scalar, reported as the fallback it is.
+    const auto f32 = select_variant("gfx942:sramecc+:xnack-", shape(128, DType::f32), defaults());
+    CHECK(f32.spec.family == "scalar");
+    CHECK(f32.fallback_reason.find("mfma-gfx9") != std::string::npos);
+}
+
 TEST_CASE("scalar tiles: one-wave blocks and longer key steps for decode; wave size sets the key step") {
+    Options scalar;
+    scalar.family = "scalar";
     check_tile(select_variant("sm_75", shape(128), defaults()).spec, 4, 64, 4);
     check_tile(select_variant("sm_75", shape(128, DType::f16, QueryLength::small), defaults()).spec, 4, 64, 4);
     check_tile(select_variant("sm_75", shape(128, DType::f16, QueryLength::decode), defaults()).spec, 1, 128, 1);
-    check_tile(select_variant("gfx942:sramecc+:xnack-", shape(64), defaults()).spec, 4, 128, 4);
-    check_tile(select_variant("gfx942:sramecc+:xnack-", shape(64, DType::bf16, QueryLength::decode), defaults()).spec,
-               1, 256, 1);
+    check_tile(select_variant("gfx942:sramecc+:xnack-", shape(64), scalar).spec, 4, 128, 4);
+    check_tile(select_variant("gfx942:sramecc+:xnack-", shape(64, DType::bf16, QueryLength::decode), scalar).spec, 1,
+               256, 1);
 }
 
 TEST_CASE("every selection, over all supported shapes and several archs, is a valid spec") {

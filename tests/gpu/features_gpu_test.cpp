@@ -6,7 +6,7 @@
 //   sinks on rows that see no key (output 0, LSE the sink), and a sink of -inf.
 // Prefill families and the decode families run dense calls; the decode families also run
 // a paged batch, since serving decodes windowed models over a paged cache. Each family
-// runs where it compiles for the device (wmma-gfx11 through its emulation on NVIDIA);
+// runs where it compiles for the device (wmma-gfx11 and mfma-gfx9 through their emulations on NVIDIA);
 // skips, saying why, where no device is present.
 //
 // Tolerance: the tensor-core families round P to the element type before the P.V
@@ -106,7 +106,7 @@ double rounding_of(const std::string& family, DType dtype) {
 TEST_CASE("every prefill family masks windows, caps scores and adds sinks as the f64 reference does") {
     if (skip_without_device()) return;
     Runtime& runtime = gpu_test_runtime();
-    for (const std::string family : {"scalar", "mma-sm80", "wgmma-sm90", "wmma-gfx11"}) {
+    for (const std::string& family : prefill_families_on(gpu_test_arch())) {
         struct Run {
             KernelSpec spec;
             CaseShape shape;

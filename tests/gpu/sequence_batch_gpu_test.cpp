@@ -1,6 +1,6 @@
 // Batched calls (ragged and paged K/V) against the f64 reference of each sequence, for
-// every family that lists the layout and runs on this device (wmma-gfx11 through its
-// emulation on NVIDIA). Skips, saying why, where no device is present.
+// every family that lists the layout and runs on this device (wmma-gfx11 and mfma-gfx9 through
+// their emulations on NVIDIA). Skips, saying why, where no device is present.
 #include <doctest/doctest.h>
 
 #include <algorithm>

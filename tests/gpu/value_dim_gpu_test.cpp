@@ -2,11 +2,11 @@
 // reference, in every family: DeepSeek's MLA prefill (192 / 128), V wider
 // than Q and K, head dims that need padding to each family's instruction shape, every
 // dtype the family runs, GQA, the causal modes, strided layouts, and the model features
-// on top. Each family runs where it compiles for the device (wmma-gfx11 through its
-// emulation on NVIDIA); skips, saying why, where no device is present.
+// on top. Each family runs where it compiles for the device (wmma-gfx11 and mfma-gfx9 through their
+// emulations on NVIDIA); skips, saying why, where no device is present.
 //
 // Tolerance: the tensor-core families round P to the element type before the P.V
-// product, which output_tolerance's extra_relative takes (see wmma_gpu_test.cpp).
+// product, which output_tolerance's extra_relative takes (see tests/matrix_core/matrix_core_gpu_test.cpp).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -67,8 +67,8 @@ CaseShape shape_of(const ValueDimCase& c, DType dtype) {
 TEST_CASE("every prefill family with a V head dim of its own matches the f64 reference") {
     if (skip_without_device()) return;
     Runtime& runtime = gpu_test_runtime();
-    for (const FamilyDescriptor* family :
-         {find_family("scalar"), find_family("mma-sm80"), find_family("wgmma-sm90"), find_family("wmma-gfx11")}) {
+    for (const std::string& name : prefill_families_on(gpu_test_arch())) {
+        const FamilyDescriptor* family = find_family(name);
         std::vector<std::pair<KernelSpec, CaseShape>> runs;
         std::vector<KernelSpec> specs;
         for (const DType dtype : {DType::f16, DType::bf16, DType::f32})

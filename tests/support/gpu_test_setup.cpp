@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "families/registry.hpp"
 #include "support/scratch_directory.hpp"
 #include "support/test_device.hpp"
 
@@ -68,6 +69,19 @@ int prepare_all(Runtime& runtime, const std::vector<KernelSpec>& specs) {
     for (unsigned t = 0; t < workers; ++t) pool.emplace_back(work);
     for (auto& thread : pool) thread.join();
     return failures;
+}
+
+std::vector<std::string> prefill_families_on(const std::string& arch) {
+    std::vector<std::string> families;
+    for (const VariantRow& row : variant_table()) {
+        const FamilyDescriptor& family = *row.family;
+        if (family.refuses_shape) continue;  // a decode family
+        if (family.compiles_for(arch))
+            families.emplace_back(family.name);
+        else
+            std::printf("%s skipped: it does not compile for %s\n", std::string(family.name).c_str(), arch.c_str());
+    }
+    return families;
 }
 
 }  // namespace fajit::testing

@@ -1,24 +1,26 @@
-// fa_wmma_gfx11: flash attention on gfx11's WMMA (16x16x16, wave32), through the
-// prelude's tile primitives. On NVIDIA the same source runs on their lane-faithful
-// emulation, which is how it is tested there.
+// fa_matrix_core: flash attention on AMD's matrix cores, 16x16x16 tiles, written once
+// against the tile API of the prelude's tile part: prelude_wmma_tile.h (wmma-gfx11: gfx11
+// WMMA, wave32) or prelude_mfma_tile.h (mfma-gfx9: gfx9 MFMA, wave64). On NVIDIA the same
+// source runs on either part's lane-faithful emulation, which is how it is tested there.
 //
 // Work split. A block owns Spec::block_q = 16 * Spec::waves query rows; each wave
 // owns 16 of them. Per step of Spec::block_k keys the block stages K and V in LDS
-// (two barriers per step), then every wave computes, with tiles in the prelude's
-// layout (C: element v of lane l is C[2v + l/16][l%16]; operands: lane l holds a
-// k-vector for index l%16):
+// (two barriers per step), then every wave computes, with tiles in the part's layout
+// (C: element v of lane l is C[fa_tile_c_row(v)][l%16]; operands: lane l holds (its part
+// of) a k-vector for index l%16):
 //
 //   S^T = K Q^T     A = K tile (keys x dims, K rows read from LDS),
-//                   B = Q^T (lane l holds query row l%16: staged once per block).
+//                   B = Q^T (lane l holds query row l%16: loaded once per block).
 //                   The scores come out transposed: lane l holds query row l%16,
-//                   keys 2v + l/16. Each lane therefore owns one query row.
+//                   keys fa_tile_c_row(v). Each lane therefore serves one query row, and
+//                   the fa_tile_groups lanes l%16 + 16g share it.
 //   P^T = exp2(S^T - frame), rounded to the input type. fa_tile_c_to_b turns the
-//                   C tile into the B operand with one lane exchange (permlanex16).
+//                   C tile into the B operand (one permlanex16 on gfx11, none on gfx9).
 //   O^T += V^T P^T  A = V^T tile (lane l holds V[keys][dim l%16]: V is stored
 //                   transposed in LDS so this is a contiguous read), B = P^T.
-//                   O^T's element v of lane l is O[row l%16][dim 2v + l/16]: the lane
-//                   that owns a query row owns its outputs, so rescaling O is a
-//                   per-lane multiply in registers, with no LDS round trip.
+//                   O^T's element v of lane l is O[row l%16][dim fa_tile_c_row(v)]: the
+//                   lanes that serve a query row own its outputs, so rescaling O is a
+//                   per-lane multiply in the accumulators, with no LDS round trip.
 //
 // Rescale margin (DESIGN section 7): each row keeps a frame f (log2 units). For each
 // step with row maximum mb: if mb > f + margin the frame moves to mb and O and the
@@ -26,35 +28,35 @@
 // stays below exp(margin). margin 0 is the classic online softmax; the first step a
 // row sees keys in always sets its frame.
 //
-// LDS (bytes = 2 * (K + V^T + Q) elements; the host reserves them, in
-// src/families/wmma_gfx11.cpp, so NVIDIA can launch it as dynamic shared memory):
+// LDS (bytes = 2 * (K + V^T + Q) elements; the host reserves them, in the family's
+// descriptor, so NVIDIA can launch it as dynamic shared memory):
 //   K    block_k rows of padded_dim + 8 elements;
 //   V^T  padded_value_dim rows (V's head dim, Spec::head_dim_v, padded) of block_k + 8 elements;
-//   Q    head dims over 128 (or Q's and O's over 256) only: 16 * waves rows of padded_dim + 8 elements.
-// A fragment read is 32 contiguous bytes per lane at row stride (n + 8) elements =
+//   Q    only where the host stages it (Spec::q_in_lds): 16 * waves rows of padded_dim + 8.
+// A gfx11 fragment read is 32 contiguous bytes per lane at row stride (n + 8) elements =
 // an odd multiple of 4 banks (n a multiple of 16), so the 8 lanes of each 128-bit
 // read phase start 4 banks apart and cover all 32 banks once: K reads and the
 // transposed V reads are conflict-free. Lanes l and l^16 read the same address.
 //
-// Batched calls (Spec::kv_layout): blockIdx.z is the sequence, whose own lengths decide
-// the masks and the key steps; the grid covers the longest sequence, so query tiles past
-// a shorter one's end exit at once. K and V rows are found through fa_key_row: a stride
-// step from key 0 (dense, ragged), or looked up in the block table (paged).
+// Batched calls (Spec::kv_layout): the block's z coordinate is the sequence, whose own
+// lengths decide the masks and the key steps; the grid covers the longest sequence, so
+// query tiles past a shorter one's end exit at once. K and V rows are found through
+// fa_key_row: a stride step from key 0 (dense, ragged), or looked up in the block table
+// (paged).
 //
-// Q stays in registers (padded_dim / 16 operands of 8 VGPRs) up to head dim 128. At 256
-// that would be 128 VGPRs next to the 128 of the O accumulator, past the 256-VGPR
-// wave32 budget with the scores still to hold, so Q is staged in LDS once instead and
-// sliced by head dim: one 16-dim operand is read per dim tile per key step.
+// Q stays in registers (padded_dim / 16 operands) unless the host stages it: on gfx11 a
+// row's 16 dims are one lane's 8 VGPRs, and at head dim 256 Q would take 128 VGPRs next
+// to the 128 of the O accumulator, past the 256-VGPR wave32 budget; there Q is staged in
+// LDS once and sliced by head dim, one 16-dim operand read per dim tile per key step.
 
 // Head dims that are no multiple of 16 are padded to one (padded_dim, and V's
 // padded_value_dim): the staged K, V^T and Q hold zeros past the head dims, which add
 // nothing to S, and the padding rows of O^T are never stored.
 template <class Spec>
-struct fa_wmma_layout {
+struct fa_matrix_core_layout {
     static constexpr int padded_dim = (Spec::head_dim + 15) / 16 * 16;
     static constexpr int padded_value_dim = (Spec::head_dim_v + 15) / 16 * 16;
-    // Where Q is staged: src/families/wmma_gfx11.cpp (stages_q) gives the rule.
-    static constexpr bool q_in_lds = padded_dim > 128 || (padded_dim > 64 && padded_dim + padded_value_dim > 256);
+    static constexpr bool q_in_lds = Spec::q_in_lds != 0;
     static constexpr int k_row = padded_dim + 8;  // elements per staged row
     static constexpr int v_row = Spec::block_k + 8;
     static constexpr int q_row = padded_dim + 8;
@@ -62,37 +64,11 @@ struct fa_wmma_layout {
     static constexpr int v_elements = padded_value_dim * v_row;
     static constexpr int q_elements = q_in_lds ? Spec::waves * 16 * q_row : 0;
     static constexpr int bytes = 2 * (k_elements + v_elements + q_elements);
-    static_assert(bytes <= Spec::shared_bytes, "the host reserves less LDS than fa_wmma_layout uses");
+    static_assert(bytes <= Spec::shared_bytes, "the host reserves less LDS than fa_matrix_core_layout uses");
 };
 
 FAJIT_DEVICE unsigned int fa_word(const fa_u32x4& value, int index) {
     return index == 0 ? value.x : index == 1 ? value.y : index == 2 ? value.z : value.w;
-}
-
-// Eight consecutive 16-bit elements from global memory; one 128-bit load when the
-// tensor's base and row stride allow it (block-uniform), else element by element.
-FAJIT_DEVICE fa_u32x4 fa_load8(const unsigned short* source, bool vector_ok) {
-    if (vector_ok) return *reinterpret_cast<const fa_u32x4*>(source);
-    fa_u32x4 value;
-    value.x = source[0] | (static_cast<unsigned int>(source[1]) << 16);
-    value.y = source[2] | (static_cast<unsigned int>(source[3]) << 16);
-    value.z = source[4] | (static_cast<unsigned int>(source[5]) << 16);
-    value.w = source[6] | (static_cast<unsigned int>(source[7]) << 16);
-    return value;
-}
-
-// A 16-element operand from LDS: two 128-bit reads.
-FAJIT_DEVICE fa_tile_ab fa_load_operand(const unsigned short* source) {
-    const fa_u32x4 low = reinterpret_cast<const fa_u32x4*>(source)[0];
-    const fa_u32x4 high = reinterpret_cast<const fa_u32x4*>(source)[1];
-    fa_tile_ab operand;
-    operand.w[0] = low.x, operand.w[1] = low.y, operand.w[2] = low.z, operand.w[3] = low.w;
-    operand.w[4] = high.x, operand.w[5] = high.y, operand.w[6] = high.z, operand.w[7] = high.w;
-    return operand;
-}
-
-FAJIT_DEVICE bool fa_vector_ok(const void* base, long long row_stride) {
-    return ((reinterpret_cast<unsigned long long>(base) | static_cast<unsigned long long>(row_stride * 2)) & 15u) == 0;
 }
 
 // The same for every K or V row of a sequence from `start` (fa_key_rows_start): a paged
@@ -106,23 +82,22 @@ FAJIT_DEVICE bool fa_key_vector_ok(const void* start, const long long* stride) {
 }
 
 template <class Spec>
-__global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
+__global__ void __launch_bounds__(Spec::waves* FAJIT_TILE_WAVE) fa_matrix_core(fa_params p) {
     using element = typename Spec::element;
-    using layout = fa_wmma_layout<Spec>;
+    using layout = fa_matrix_core_layout<Spec>;
     constexpr int head_dim = Spec::head_dim;
     constexpr int block_k = Spec::block_k;
     constexpr int value_dim = Spec::head_dim_v;
     constexpr int dim_tiles = layout::padded_dim / 16;          // of Q K^T's head dims
     constexpr int value_tiles = layout::padded_value_dim / 16;  // of O's
     constexpr int key_tiles = block_k / 16;
-    constexpr int threads = Spec::waves * 32;
+    constexpr int threads = Spec::waves * FAJIT_TILE_WAVE;
     constexpr int chunks_per_row = layout::padded_dim / 8;      // 16-byte pieces of a staged Q or K row
     constexpr int data_chunks = head_dim / 8;                   // the rest are the padding's zeros
     constexpr int value_chunks = layout::padded_value_dim / 8;  // the same of a V row
     constexpr int value_data_chunks = value_dim / 8;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
-    static_assert(FAJIT_WAVE_SIZE == 32, "fa_wmma_gfx11 is a wave32 kernel");
-    static_assert(sizeof(element) == 2, "fa_wmma_gfx11 takes f16 or bf16");
+    static_assert(sizeof(element) == 2, "fa_matrix_core takes f16 or bf16");
     static_assert(head_dim % 8 == 0 && block_k % 16 == 0, "tiles are 16x16; head dims pad to them by 8");
     static_assert(layout::bytes <= 65536, "LDS over 64 KiB: choose a smaller block_k or fewer waves");
 
@@ -141,15 +116,16 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
     unsigned short* const v_tile = k_tile + layout::k_elements;  // transposed: [dim][key]
     unsigned short* const q_stage = v_tile + layout::v_elements;
 
-    const int lane = fa_lane();
-    const int wave = static_cast<int>(threadIdx.x) / 32;
-    const int half = lane / 16;    // which parity of C rows this lane holds
-    const int column = lane % 16;  // the query row (within the wave) this lane owns
-    const int head = blockIdx.y;
+    const int wave = fa_tile_wave();
+    const int group = fa_tile_group();       // which C rows and operand k's this lane holds
+    const int column = fa_tile_lane() % 16;  // the query row (within the wave) this lane serves
+    const bool row_leader = group == 0;      // the one of a row's lanes that reports and stores LSE
+    const fa_block_coordinates block = fa_tile_block();
+    const int head = block.y;
     const int kv_head = head / (p.heads_q / p.heads_kv);
-    const fa_sequence sequence = fa_sequence_of<Spec>(p, blockIdx.z);
+    const fa_sequence sequence = fa_sequence_of<Spec>(p, block.z);
     const int len_q = sequence.len_q, len_k = sequence.len_k;
-    const int block_row0 = blockIdx.x * Spec::block_q;
+    const int block_row0 = block.x * Spec::block_q;
     if (block_row0 >= len_q) return;  // past this sequence's rows (the whole block)
 
     const unsigned short* const q =
@@ -181,31 +157,26 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
     // Q, once per block: rows past len_q read as zeros (and are never stored).
     const unsigned short* const q_row = q + row * p.q_stride[2];
     const fa_u32x4 zero = {0u, 0u, 0u, 0u};
-    unsigned short* const q_rows = q_stage + wave * 16 * layout::q_row;  // this wave's rows (head dim 256)
+    unsigned short* const q_rows = q_stage + wave * 16 * layout::q_row;  // this wave's rows
     fa_tile_ab q_operand[layout::q_in_lds ? 1 : dim_tiles];
     if constexpr (layout::q_in_lds) {
-        for (int chunk = half; chunk < chunks_per_row; chunk += 2)
+        for (int chunk = group; chunk < chunks_per_row; chunk += fa_tile_groups)
             *reinterpret_cast<fa_u32x4*>(q_rows + column * layout::q_row + chunk * 8) =
                 row_valid && chunk < data_chunks ? fa_load8(q_row + chunk * 8, q_vector) : zero;
-        fa_wave_sync();  // only this wave reads its rows
+        fa_tile_wave_sync();  // only this wave reads its rows
     } else {
 #pragma unroll
-        for (int t = 0; t < dim_tiles; ++t) {
-            const fa_u32x4 low = row_valid ? fa_load8(q_row + t * 16, q_vector) : zero;
-            const fa_u32x4 high = row_valid && 2 * t + 1 < data_chunks ? fa_load8(q_row + t * 16 + 8, q_vector) : zero;
-            q_operand[t].w[0] = low.x, q_operand[t].w[1] = low.y, q_operand[t].w[2] = low.z, q_operand[t].w[3] = low.w;
-            q_operand[t].w[4] = high.x, q_operand[t].w[5] = high.y, q_operand[t].w[6] = high.z;
-            q_operand[t].w[7] = high.w;
-        }
+        for (int t = 0; t < dim_tiles; ++t)
+            q_operand[t] = fa_global_operand(q_row + t * 16, row_valid ? min(16, head_dim - 16 * t) : 0, q_vector);
     }
 
-    fa_tile_c out[value_tiles];  // O^T: out[t].x[i] = O[row][16t + 2i + half], relative to frame
+    fa_tile_c out[value_tiles];  // O^T: out[t].x[i] = O[row][16t + fa_tile_c_row(i)], relative to frame
 #pragma unroll
     for (int t = 0; t < value_tiles; ++t)
 #pragma unroll
-        for (int i = 0; i < 8; ++i) out[t].x[i] = 0.0f;
+        for (int i = 0; i < fa_tile_c_elements; ++i) out[t].x[i] = 0.0f;
     float frame = fa_neg_inf();  // log2 units, like the scores
-    float lane_sum = 0.0f;       // this lane's parity of keys; the row's sum is it plus lane^16's
+    float lane_sum = 0.0f;       // over this lane's keys; the row's sum is fa_column_sum's
     const float score_scale = p.scale * FAJIT_LOG2E;
     const fa_soft_cap cap = fa_soft_cap_of(p);
 
@@ -244,12 +215,12 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
         if (step < wave_blocks.first - blocks.first || step >= wave_blocks.first - blocks.first + wave_blocks.count)
             continue;
 
-        // S^T = K Q^T: scores[t].x[i] is row `row`, key key0 + 16t + 2i + half.
+        // S^T = K Q^T: scores[t].x[i] is row `row`, key key0 + 16t + fa_tile_c_row(i).
         fa_tile_c scores[key_tiles];
 #pragma unroll
         for (int t = 0; t < key_tiles; ++t)
 #pragma unroll
-            for (int i = 0; i < 8; ++i) scores[t].x[i] = 0.0f;
+            for (int i = 0; i < fa_tile_c_elements; ++i) scores[t].x[i] = 0.0f;
 #pragma unroll
         for (int d = 0; d < dim_tiles; ++d) {
             fa_tile_ab q_tile;
@@ -268,7 +239,8 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
 #pragma unroll
             for (int t = 0; t < key_tiles; ++t)
 #pragma unroll
-                for (int i = 0; i < 8; ++i) scores[t].x[i] = fa_capped(cap, scores[t].x[i] * score_scale);
+                for (int i = 0; i < fa_tile_c_elements; ++i)
+                    scores[t].x[i] = fa_capped(cap, scores[t].x[i] * score_scale);
         // Scaled here unless the soft-cap did it.
         const float scale_here = Spec::softcap ? 1.0f : score_scale;
         if (fa_block_masked<Spec>(wave_blocks.unmasked, key0, block_k)) {
@@ -277,8 +249,8 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
 #pragma unroll
             for (int t = 0; t < key_tiles; ++t)
 #pragma unroll
-                for (int i = 0; i < 8; ++i) {
-                    const int key = key0 + 16 * t + 2 * i + half;
+                for (int i = 0; i < fa_tile_c_elements; ++i) {
+                    const int key = key0 + 16 * t + fa_tile_c_row(i);
                     const float s = fa_key_visible<Spec>(row_keys, key) ? scores[t].x[i] * scale_here : fa_neg_inf();
                     scores[t].x[i] = s;
                     step_max = fmaxf(step_max, s);
@@ -287,22 +259,22 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
 #pragma unroll
             for (int t = 0; t < key_tiles; ++t)
 #pragma unroll
-                for (int i = 0; i < 8; ++i) {
+                for (int i = 0; i < fa_tile_c_elements; ++i) {
                     scores[t].x[i] *= scale_here;
                     step_max = fmaxf(step_max, scores[t].x[i]);
                 }
         }
-        step_max = fmaxf(step_max, fa_exchange_halves(step_max));  // the row's maximum
+        step_max = fa_column_max(step_max);  // the row's maximum
 
-        // Deferred rescale: lanes l and l^16 share the row's maximum and take the same
-        // decision; the lower half-wave reports it.
+        // Deferred rescale: a row's lanes share its maximum and take the same decision;
+        // the leader reports it.
         float correction;
-        if (fa_rescale_frame(p, step_max, margin_log2, frame, correction, row_valid && half == 0)) {
+        if (fa_rescale_frame(p, step_max, margin_log2, frame, correction, row_valid && row_leader)) {
             lane_sum *= correction;
 #pragma unroll
             for (int t = 0; t < value_tiles; ++t)
 #pragma unroll
-                for (int i = 0; i < 8; ++i) out[t].x[i] *= correction;
+                for (int i = 0; i < fa_tile_c_elements; ++i) out[t].x[i] *= correction;
         }
         // A row that has seen no key yet keeps frame -inf; its scores are all -inf too.
         const float base = frame == fa_neg_inf() ? 0.0f : frame;
@@ -312,7 +284,7 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
         for (int t = 0; t < key_tiles; ++t) {
             fa_tile_c probabilities;
 #pragma unroll
-            for (int i = 0; i < 8; ++i) {
+            for (int i = 0; i < fa_tile_c_elements; ++i) {
                 probabilities.x[i] = fa_exp2(scores[t].x[i] - base);
                 lane_sum += probabilities.x[i];
             }
@@ -325,16 +297,16 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_wmma_gfx11(fa_params p) {
     }
 
     float lse;
-    const float inverse = fa_row_normalizer<Spec>(p, head, frame, lane_sum + fa_exchange_halves(lane_sum), lse);
+    const float inverse = fa_row_normalizer<Spec>(p, head, frame, fa_column_sum(lane_sum), lse);
     if (row_valid) {
         unsigned short* const o_row = o + row * p.o_stride[2];
 #pragma unroll
         for (int t = 0; t < value_tiles; ++t)
 #pragma unroll
-            for (int i = 0; i < 8; ++i)
-                if (16 * t + 2 * i + half < value_dim)  // not a padding dim
-                    o_row[16 * t + 2 * i + half] =
+            for (int i = 0; i < fa_tile_c_elements; ++i)
+                if (16 * t + fa_tile_c_row(i) < value_dim)  // not a padding dim
+                    o_row[16 * t + fa_tile_c_row(i)] =
                         static_cast<unsigned short>(fa_float_to_bits<element>(out[t].x[i] * inverse));
-        if (p.lse && half == 0) p.lse[fa_lse_index<Spec>(p, sequence, head, row)] = lse;
+        if (p.lse && row_leader) p.lse[fa_lse_index<Spec>(p, sequence, head, row)] = lse;
     }
 }

@@ -1,7 +1,7 @@
-// The wmma-gfx11 family against the scalar kernel and the f64 reference: natively on a
-// gfx11 device, and on an NVIDIA device through the prelude's lane-faithful WMMA emulation
-// of the same template. Skips, saying why, where no device is present or the device runs
-// the family neither way.
+// A family of fa_matrix_core.h (matrix_core_family.hpp: wmma-gfx11 or mfma-gfx9) against
+// the scalar kernel and the f64 reference: natively on its own AMD device, and on an
+// NVIDIA device through its tile part's lane-faithful emulation of the same template.
+// Skips, saying why, where no device is present or the device runs the family neither way.
 //
 // Tolerance. The family rounds P = exp(S - frame) to the element type before the P.V
 // product, so on top of output_tolerance's terms (one rounding of the output, f32
@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "families/registry.hpp"
+#include "matrix_core_family.hpp"
 #include "support/attention_case.hpp"
 #include "support/gpu_test_setup.hpp"
 #include "support/head_dim_sample.hpp"
@@ -28,19 +29,13 @@ using namespace fajit::testing;
 
 namespace {
 
-struct Tiles {
-    int waves;
-    int block_k;
-};
+using Tiles = MatrixCoreTiles;
 
-std::vector<Tiles> tile_configs(int head_dim) {
-    if ((head_dim + 15) / 16 * 16 > 128) return {{2, 32}, {4, 16}};  // Q in LDS
-    return {{4, 64}, {2, 32}};
-}
+const MatrixCoreFamily& family = tested_family();
 
-KernelSpec wmma_spec(const CaseShape& shape, Tiles tiles, float margin) {
+KernelSpec family_spec(const CaseShape& shape, Tiles tiles, float margin) {
     KernelSpec spec;
-    spec.family = "wmma-gfx11";
+    spec.family = family.name;
     spec.arch = gpu_test_arch();
     spec.head_dim = shape.head_dim;
     spec.dtype = shape.dtype;
@@ -52,10 +47,10 @@ KernelSpec wmma_spec(const CaseShape& shape, Tiles tiles, float margin) {
     return spec;
 }
 
-// True, after printing why, where the tests cannot run wmma-gfx11 here.
-bool skip_unless_wmma_runs() {
+// True, after printing why, where the tests cannot run the family here.
+bool skip_unless_family_runs() {
     if (skip_without_device()) return true;
-    const std::string reason = validate(wmma_spec(CaseShape{}, tile_configs(64).front(), 0.0f));
+    const std::string reason = validate(family_spec(CaseShape{}, family.tile_configs(64).front(), 0.0f));
     if (reason.empty()) return false;
     std::printf("skipped: %s\n", reason.c_str());
     return true;
@@ -69,19 +64,19 @@ struct Case {
 
 }  // namespace
 
-TEST_CASE("wmma-gfx11 (emulated) matches the scalar kernel and the f64 reference") {
-    if (skip_unless_wmma_runs()) return;
+TEST_CASE(MATRIX_CORE_FAMILY " matches the scalar kernel and the f64 reference") {
+    if (skip_unless_family_runs()) return;
     const std::pair<int, int> lengths[] = {{1, 1},      {1, 1000},   {7, 129},     {129, 7},  {7, 7},
                                            {129, 1000}, {1000, 129}, {1000, 1000}, {1000, 1}, {129, 129}};
     std::vector<Case> cases;
     int index = 0;
     for (DType dtype : {DType::f16, DType::bf16})
         for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right})
-            for (int head_dim : family_head_dims("wmma-gfx11"))
-                for (std::size_t t = 0; t < tile_configs(head_dim).size(); ++t)
+            for (int head_dim : family_head_dims(family.name))
+                for (std::size_t t = 0; t < family.tile_configs(head_dim).size(); ++t)
                     for (auto [len_q, len_k] : lengths) {
                         Case c;
-                        c.tiles = tile_configs(head_dim)[t];
+                        c.tiles = family.tile_configs(head_dim)[t];
                         // Margins rotate with the head dim so each one meets every other axis
                         // while the number of distinct kernels stays small; 40 is bf16 only.
                         const float margins_f16[] = {0.0f, 10.0f};
@@ -110,7 +105,7 @@ TEST_CASE("wmma-gfx11 (emulated) matches the scalar kernel and the f64 reference
     {
         std::set<std::string> seen;
         for (const Case& c : cases)
-            for (const KernelSpec& spec : {wmma_spec(c.shape, c.tiles, c.margin), scalar_spec(c.shape, c.margin)})
+            for (const KernelSpec& spec : {family_spec(c.shape, c.tiles, c.margin), scalar_spec(c.shape, c.margin)})
                 if (seen.insert(to_string(spec)).second) specs.push_back(spec);
     }
     std::printf("preparing %zu kernels for %zu cases\n", specs.size(), cases.size());
@@ -123,7 +118,7 @@ TEST_CASE("wmma-gfx11 (emulated) matches the scalar kernel and the f64 reference
         const CaseShape& shape = c.shape;
         const CaseInputs inputs = random_inputs(shape, seed++);
         const auto want = reference_attention(shape, inputs);
-        const auto got = run_on_device(gpu_test_runtime(), wmma_spec(shape, c.tiles, c.margin), shape, inputs);
+        const auto got = run_on_device(gpu_test_runtime(), family_spec(shape, c.tiles, c.margin), shape, inputs);
         const auto scalar = run_on_device(gpu_test_runtime(), scalar_spec(shape, c.margin), shape, inputs);
         const double tolerance = output_tolerance(shape, inputs, unit_roundoff(shape.dtype));
         const auto result = compare(shape, got.outputs, want, tolerance);
@@ -147,8 +142,8 @@ TEST_CASE("wmma-gfx11 (emulated) matches the scalar kernel and the f64 reference
                             << versus_scalar.first_bad);
         }
     }
-    std::printf("wmma-gfx11 emulation sweep: %d cases, %d failed vs f64, %d vs scalar\n", run, failures,
-                scalar_failures);
+    std::printf(MATRIX_CORE_FAMILY " sweep on %s: %d cases, %d failed vs f64, %d vs scalar\n", gpu_test_arch().c_str(),
+                run, failures, scalar_failures);
     std::printf("  max abs error vs f64:    f16 %.3g, bf16 %.3g (lse %.3g, %.3g)\n", worst[0], worst[1], worst_lse[0],
                 worst_lse[1]);
     std::printf("  max abs diff vs scalar:  f16 %.3g, bf16 %.3g\n", worst_vs_scalar[0], worst_vs_scalar[1]);
@@ -156,8 +151,8 @@ TEST_CASE("wmma-gfx11 (emulated) matches the scalar kernel and the f64 reference
     CHECK(scalar_failures == 0);
 }
 
-TEST_CASE("wmma-gfx11 (emulated) defers the rescale within the margin on a rising score ramp") {
-    if (skip_unless_wmma_runs()) return;
+TEST_CASE(MATRIX_CORE_FAMILY " defers the rescale within the margin on a rising score ramp") {
+    if (skip_unless_family_runs()) return;
     Runtime counting(gpu_test_options(true));
     struct Ramp {
         DType dtype;
@@ -182,7 +177,7 @@ TEST_CASE("wmma-gfx11 (emulated) defers the rescale within the margin on a risin
         // step, 3.1 per 32-key step. A margin of 10 keeps the frame through 1-3 such
         // rises, so both branches run; margin 0 moves it at every rise.
         const CaseInputs inputs = ramp_inputs(shape, 11);
-        const auto spec = wmma_spec(shape, ramp.tiles, ramp.margin);
+        const auto spec = family_spec(shape, ramp.tiles, ramp.margin);
         const auto got = run_on_device(counting, spec, shape, inputs, true);
         const auto want = reference_attention(shape, inputs);
         const double tolerance = output_tolerance(shape, inputs, unit_roundoff(shape.dtype));
@@ -207,21 +202,21 @@ TEST_CASE("wmma-gfx11 (emulated) defers the rescale within the margin on a risin
     std::printf("ramp cases run: %d\n", run);
 }
 
-TEST_CASE("wmma-gfx11 (emulated) launches with over 48 KiB of dynamic shared memory") {
-    if (skip_unless_wmma_runs()) return;
+TEST_CASE(MATRIX_CORE_FAMILY " launches with over 48 KiB of dynamic shared memory") {
+    if (skip_unless_family_runs()) return;
     CaseShape shape;
     shape.len_q = 77;
     shape.len_k = 300;
-    shape.head_dim = 256;
+    shape.head_dim = family.large_layout_head_dim;
     shape.dtype = DType::bf16;
     shape.causal = CausalMode::top_left;
-    const auto spec = wmma_spec(shape, {2, 32}, 10.0f);
+    const auto spec = family_spec(shape, family.large_layout_tiles, 10.0f);
     REQUIRE(shared_layout(spec).shared_bytes > 48 * 1024);
     const CaseInputs inputs = random_inputs(shape, 5);
     const auto got = run_on_device(gpu_test_runtime(), spec, shape, inputs);
     const auto result = compare(shape, got.outputs, reference_attention(shape, inputs),
                                 output_tolerance(shape, inputs, unit_roundoff(shape.dtype)));
-    std::printf("d=256 with %u bytes of shared memory: max abs error %.3g\n", shared_layout(spec).shared_bytes,
-                result.max_error);
+    std::printf("d=%d with %u bytes of shared memory: max abs error %.3g\n", shape.head_dim,
+                shared_layout(spec).shared_bytes, result.max_error);
     CHECK_MESSAGE(result.bad_elements == 0, result.first_bad);
 }
