@@ -106,6 +106,7 @@ struct Driver {
     decltype(&cuModuleUnload) module_unload = nullptr;
     decltype(&cuModuleGetFunction) module_function = nullptr;
     decltype(&cuFuncSetAttribute) function_attribute = nullptr;
+    decltype(&cuFuncGetAttribute) function_get_attribute = nullptr;
     decltype(&cuLaunchKernel) launch = nullptr;
     decltype(&cuGetErrorString) error_string = nullptr;
     decltype(&cuMemAlloc) memory_allocate = nullptr;
@@ -133,7 +134,8 @@ struct Driver {
             library.bind(device_name, "cuDeviceGetName") && library.bind(retain_primary, "cuDevicePrimaryCtxRetain") &&
             library.bind(set_current, "cuCtxSetCurrent") && library.bind(module_load, "cuModuleLoadData") &&
             library.bind(module_unload, "cuModuleUnload") && library.bind(module_function, "cuModuleGetFunction") &&
-            library.bind(function_attribute, "cuFuncSetAttribute") && library.bind(launch, "cuLaunchKernel") &&
+            library.bind(function_attribute, "cuFuncSetAttribute") &&
+            library.bind(function_get_attribute, "cuFuncGetAttribute") && library.bind(launch, "cuLaunchKernel") &&
             library.bind(error_string, "cuGetErrorString") &&
             // cuda.h maps these names to their _v2 entry points.
             library.bind(memory_allocate, "cuMemAlloc_v2") && library.bind(memory_free, "cuMemFree_v2") &&
@@ -232,8 +234,8 @@ private:
 
 class CudaKernel final : public LoadedKernel {
 public:
-    CudaKernel(int device, CUmodule module, CUfunction function)
-        : device_(device), module_(module), function_(function) {}
+    CudaKernel(int device, CUmodule module, CUfunction function, unsigned static_bytes)
+        : device_(device), module_(module), function_(function), static_bytes_(static_bytes) {}
     // cuModuleUnload acts on the current context, so the device's is made current first.
     ~CudaKernel() override {
         const Driver& api = driver();
@@ -247,7 +249,9 @@ public:
     std::string launch(const LaunchShape& shape, const void* argument, std::size_t argument_bytes,
                        void* stream) override {
         const Driver& api = driver();
-        if (shape.shared_bytes > 48 * 1024) {
+        // Past 48 KiB of static and dynamic shared memory together, a block needs the
+        // opt-in: a kernel's static arrays (an emulation's scratch) count too.
+        if (static_bytes_ + shape.shared_bytes > 48u * 1024u) {
             CUresult status = api.function_attribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                      static_cast<int>(shape.shared_bytes));
             if (status != CUDA_SUCCESS) return "cuFuncSetAttribute: " + api.describe(status);
@@ -265,6 +269,7 @@ private:
     int device_;
     CUmodule module_;
     CUfunction function_;
+    unsigned static_bytes_;  // the kernel's static shared memory
 };
 
 class CudaEvent final : public DeviceEvent {
@@ -394,7 +399,13 @@ public:
             api.module_unload(module);
             api.check(status, ("cuModuleGetFunction(" + lowered_name + ")").c_str());
         }
-        return std::make_unique<CudaKernel>(device, module, function);
+        int static_bytes = 0;
+        if (CUresult status = api.function_get_attribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function);
+            status != CUDA_SUCCESS) {
+            api.module_unload(module);
+            api.check(status, "cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)");
+        }
+        return std::make_unique<CudaKernel>(device, module, function, static_cast<unsigned>(static_bytes));
     }
 
     void* allocate(int device, std::size_t bytes) const override {
