@@ -206,9 +206,9 @@ static void check_settings(void) {
     expect("malformed FAJIT_TILE", fajit_runtime_create(bad_tile, 1, &runtime), FAJIT_ERROR_INVALID_OPTION,
            "FAJIT_TILE=bq=x");
     expect("runtime cleared on failure", runtime == NULL ? FAJIT_SUCCESS : FAJIT_ERROR_RUNTIME, FAJIT_SUCCESS, "");
-    const fajit_setting bad_family[] = {{"FAJIT_FAMILY", "mfma-gfx9"}};
+    const fajit_setting bad_family[] = {{"FAJIT_FAMILY", "wmma-gfx12"}};
     expect("unknown FAJIT_FAMILY", fajit_runtime_create(bad_family, 1, &runtime), FAJIT_ERROR_INVALID_OPTION,
-           "FAJIT_FAMILY=mfma-gfx9");
+           "FAJIT_FAMILY=wmma-gfx12");
     const fajit_setting bad_flag[] = {{"FAJIT_STRICT", "2"}};
     expect("malformed FAJIT_STRICT", fajit_runtime_create(bad_flag, 1, &runtime), FAJIT_ERROR_INVALID_OPTION,
            "FAJIT_STRICT=2");

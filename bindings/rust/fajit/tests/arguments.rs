@@ -276,7 +276,7 @@ fn malformed_arguments_name_their_field() {
 fn malformed_settings_name_their_setting() {
     for (name, value, needle) in [
         ("FAJIT_TILE", "bq=x", "FAJIT_TILE=bq=x"),
-        ("FAJIT_FAMILY", "mfma-gfx9", "FAJIT_FAMILY=mfma-gfx9"),
+        ("FAJIT_FAMILY", "wmma-gfx12", "FAJIT_FAMILY=wmma-gfx12"),
         ("FAJIT_STRICT", "2", "FAJIT_STRICT=2"),
         ("FAJIT_TURBO", "1", "FAJIT_TURBO=1: not a fa-jit setting"),
     ] {
