@@ -93,20 +93,8 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     const auto load_step = [&](int step) {
         const int key0 = key0_of(step);
         const int stage = step % stages;
-        // K and V rows of one width share a pass; V rows of their own width take another.
-        if constexpr (value_dim == head_dim) {
-            fa_sm80_load_rows<head_dim, 32, block_k, 2>(
-                {k_tile(stage), v_tile(stage)},
-                fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride}),
-                split_end - key0, aligned, lane);
-        } else {
-            fa_sm80_load_rows<head_dim, 32, block_k, 1>(
-                {k_tile(stage)}, fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {k}, {p.k_stride}),
-                split_end - key0, aligned, lane);
-            fa_sm80_load_rows<value_dim, 32, block_k, 1>(
-                {v_tile(stage)}, fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {v}, {p.v_stride}),
-                split_end - key0, aligned, lane);
-        }
+        fa_sm80_load_key_block<Spec, 32, block_k>(p, sequence, kv_head, key0, split_end - key0, k, v, k_tile(stage),
+                                                  v_tile(stage), aligned, lane);
     };
     // One commit group per step (empty past the end) so wait_group counts steps.
 #pragma unroll

@@ -118,20 +118,8 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     const auto load_step = [&](int step) {
         const int key0 = key0_of(step);
         const int stage = step % stages;
-        // K and V rows of one width share a pass; V rows of their own width take another.
-        if constexpr (value_dim == head_dim) {
-            fa_sm80_load_rows<head_dim, Spec::waves * 32, block_k, 2>(
-                {k_tile(stage), v_tile(stage)},
-                fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride}),
-                len_k - key0, aligned, threadIdx.x);
-        } else {
-            fa_sm80_load_rows<head_dim, Spec::waves * 32, block_k, 1>(
-                {k_tile(stage)}, fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {k}, {p.k_stride}),
-                len_k - key0, aligned, threadIdx.x);
-            fa_sm80_load_rows<value_dim, Spec::waves * 32, block_k, 1>(
-                {v_tile(stage)}, fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {v}, {p.v_stride}),
-                len_k - key0, aligned, threadIdx.x);
-        }
+        fa_sm80_load_key_block<Spec, Spec::waves * 32, block_k>(p, sequence, kv_head, key0, len_k - key0, k, v,
+                                                                k_tile(stage), v_tile(stage), aligned, threadIdx.x);
     };
     fa_sm80_load_rows<head_dim, Spec::waves * 32, block_q, 1>(
         {q_tile}, fa_nv_strided_rows<element, 1>{{q + row0 * p.q_stride[2]}, {p.q_stride[2]}}, rows_here, aligned,

@@ -97,6 +97,29 @@ FAJIT_DEVICE void fa_sm80_load_rows(const unsigned int (&tile)[count], const Row
     }
 }
 
+// One block of K and V rows from key0 into their shared tiles, by the `threads` threads of
+// the copy (this one is `thread`): K and V rows of one width share a pass, V rows of a
+// head dim of their own (Spec::head_dim_v) take another.
+template <class Spec, int threads, int block_k>
+FAJIT_DEVICE void fa_sm80_load_key_block(const fa_params& p, const fa_sequence& sequence, int kv_head, int key0,
+                                         int valid_rows, const typename Spec::element* k,
+                                         const typename Spec::element* v, unsigned int k_tile, unsigned int v_tile,
+                                         bool aligned, int thread) {
+    if constexpr (Spec::head_dim_v == Spec::head_dim) {
+        fa_sm80_load_rows<Spec::head_dim, threads, block_k, 2>(
+            {k_tile, v_tile},
+            fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride}),
+            valid_rows, aligned, thread);
+    } else {
+        fa_sm80_load_rows<Spec::head_dim, threads, block_k, 1>(
+            {k_tile}, fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {k}, {p.k_stride}), valid_rows,
+            aligned, thread);
+        fa_sm80_load_rows<Spec::head_dim_v, threads, block_k, 1>(
+            {v_tile}, fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {v}, {p.v_stride}), valid_rows,
+            aligned, thread);
+    }
+}
+
 // The two products of a step of the sm_80 kernels, on `m_tiles` 16-row tiles whose rows
 // are held as A fragments, against K and V staged as fa_sm80_rows tiles. ldmatrix row
 // addresses: lane l serves row `matrix_row` (l%8) of matrix `matrix` (l/8).

@@ -49,7 +49,7 @@ struct Options {
 
     // Variant selection. The table these override is in src/dispatch/variant_table.cpp.
     // FAJIT_FAMILY=<family name> runs that family whatever the table prefers (wmma-gfx11
-    // runs on NVIDIA through its emulation); auto or unset follows the table.
+    // and mfma-gfx9 run on NVIDIA through their emulations); auto or unset follows the table.
     std::optional<std::string> family;
     bool force_fallback = false;  // FAJIT_FORCE_FALLBACK=1: always run the scalar family
     TilePin tile;                 // FAJIT_TILE=bq=64,bk=64,waves=4: tiles of the selected variant
