@@ -69,3 +69,36 @@ TEST_CASE("ISA report refuses what is not a code object") {
     CHECK_FALSE(isa_report(junk, "gfx1151", &error).has_value());
     CHECK(error.find("not an ELF") != std::string::npos);
 }
+
+TEST_CASE("ISA report reads a CDNA object's AGPRs and counts v_mfma in its key loop") {
+    const std::string notes = R"(    amdhsa.kernels:
+      - .agpr_count:     48
+        .group_segment_fixed_size: 35840
+        .name:           kernel_b
+        .private_segment_fixed_size: 0
+        .sgpr_count:     65
+        .symbol:         kernel_b.kd
+        .vgpr_count:     172
+        .wavefront_size: 64
+)";
+    const std::string disassembly = R"(
+0000000000001000 <kernel_b>:
+	s_barrier                                                  // 000000001000: BF8A0000
+	v_mfma_f32_16x16x16f16 a[0:3], v[2:3], v[4:5], a[0:3]      // 000000001004: D3CD8000 04020902
+	v_mfma_f32_16x16x16f16 a[4:7], v[6:7], v[4:5], a[4:7]      // 00000000100C: D3CD8004 04120906
+	s_cbranch_scc0 65531                                       // 000000001014: BF84FFFB <kernel_b+0x4>
+	v_mfma_f32_16x16x16f16 a[0:3], v[2:3], v[4:5], a[0:3]      // 000000001018: D3CD8000 04020902
+	s_endpgm                                                   // 000000001020: BF810000
+)";
+    const IsaReport report = isa_report_from_text(notes, disassembly);
+    CHECK(report.agprs == 48);
+    CHECK(report.vgprs == 172);
+    CHECK(report.wave_size == 64);
+    CHECK(report.mfma_instructions == 3);
+    CHECK(report.wmma_instructions == 0);
+    // The branch at 0x1014 goes 5 words back from 0x1018, to 0x1004: the loop holds the
+    // first two v_mfma and no barrier.
+    CHECK(report.loop_matrix_instructions == 2);
+    CHECK(report.loop_barriers == 0);
+    CHECK(format_isa_report(report).find("(+48 agprs)") != std::string::npos);
+}
