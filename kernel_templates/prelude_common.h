@@ -116,6 +116,18 @@ FAJIT_DEVICE fa_f16 fa_from_float<fa_f16>(float x) {
 #endif
 }
 
+// Raw 16-bit bits <-> float for the 16-bit element types (bits packed into words).
+template <class T>
+FAJIT_DEVICE float fa_bits_to_float(unsigned int bits) {
+    T value;
+    value.bits = static_cast<unsigned short>(bits);
+    return fa_to_float(value);
+}
+template <class T>
+FAJIT_DEVICE unsigned int fa_float_to_bits(float x) {
+    return fa_from_float<T>(x).bits;
+}
+
 // ---- math ---------------------------------------------------------------------
 // Scores are kept in base 2 (pre-multiplied by log2 e) so the exponential is one exp2.
 #define FAJIT_LOG2E 1.4426950408889634f

@@ -122,18 +122,6 @@ FAJIT_DEVICE float fa_column_sum(float x) {
 }
 #endif
 
-// Raw 16-bit bits <-> float for the element types the tiles carry.
-template <class T>
-FAJIT_DEVICE float fa_bits_to_float(unsigned int bits) {
-    T value;
-    value.bits = static_cast<unsigned short>(bits);
-    return fa_to_float(value);
-}
-template <class T>
-FAJIT_DEVICE unsigned int fa_float_to_bits(float x) {
-    return fa_from_float<T>(x).bits;
-}
-
 // This lane's quarter of a 16-element run: elements 4g .. 4g + 3, one 64-bit read.
 FAJIT_DEVICE fa_tile_ab fa_load_operand(const unsigned short* row) {
     const fa_u32x2 words = reinterpret_cast<const fa_u32x2*>(row + 4 * fa_tile_group())[0];

@@ -102,18 +102,6 @@ FAJIT_DEVICE fa_tile_ab fa_global_operand(const unsigned short* row, int data, b
     return fa_operand_of(data >= 8 ? fa_load8(row, vector_ok) : zero, data >= 16 ? fa_load8(row + 8, vector_ok) : zero);
 }
 
-// Raw 16-bit bits <-> float for the element types the tiles carry.
-template <class T>
-FAJIT_DEVICE float fa_bits_to_float(unsigned int bits) {
-    T value;
-    value.bits = static_cast<unsigned short>(bits);
-    return fa_to_float(value);
-}
-template <class T>
-FAJIT_DEVICE unsigned int fa_float_to_bits(float x) {
-    return fa_from_float<T>(x).bits;
-}
-
 #if !FAJIT_WMMA_NATIVE
 // Emulation. Lane l computes C[2v + h][n] for h = l/16, n = l%16. Its own B register
 // is column n of this half-wave's copy; row m of A comes from lane m + 16h, the

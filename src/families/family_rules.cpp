@@ -46,6 +46,8 @@ bool compiles_for_every_target(std::string_view) { return true; }
 
 bool sm80_or_newer(std::string_view arch) { return sm_version(arch) >= 80; }
 
+unsigned matrix_core_lds_limit(std::string_view) { return 64u * 1024u; }
+
 unsigned static_shared_limit(std::string_view) { return 48u * 1024u; }
 
 // CUDA programming guide, compute capabilities: the data-center parts (8.0, 8.7, 9.0,

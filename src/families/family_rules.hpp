@@ -45,6 +45,9 @@ std::string rounded_probability_margin_error(const KernelSpec&);
 bool compiles_for_every_target(std::string_view arch);
 bool sm80_or_newer(std::string_view arch);
 
+// The LDS a block may use on the AMD targets with matrix cores (gfx9 CDNA, gfx11): 64 KiB.
+unsigned matrix_core_lds_limit(std::string_view arch);
+
 // The static shared memory (LDS) a block may declare on every target: 48 KiB.
 unsigned static_shared_limit(std::string_view arch);
 

@@ -34,13 +34,11 @@ Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
     wide.head_dim_v = shape.head_dim_v;
     wide.block_k = 64;
     wide.waves = waves;
-    const bool fits = matrix_core_layout(wide, q_in_lds).shared_bytes <= 64u * 1024u;
+    const bool fits = matrix_core_layout(wide, q_in_lds).shared_bytes <= matrix_core_lds_limit(arch);
     return {16 * waves, fits ? 64 : 32, waves};
 }
 
 SharedLayout shared_layout(const KernelSpec& spec) { return matrix_core_layout(spec, q_in_lds); }
-
-unsigned lds_limit(std::string_view) { return 64u * 1024u; }
 
 // A wave is 64 lanes on every target: on NVIDIA, two warps.
 LaunchShape wave64_launch(const KernelSpec& spec, const AttentionArgs& args, const SharedLayout& layout,
@@ -65,7 +63,7 @@ extern const FamilyDescriptor mfma_gfx9_family = {
     .check = matrix_core_tile_error,
     .choose_tile = choose_tile,
     .shared_layout = shared_layout,
-    .shared_limit = lds_limit,
+    .shared_limit = matrix_core_lds_limit,
     .launch_shape = wave64_launch,
 };
 

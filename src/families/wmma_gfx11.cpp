@@ -45,8 +45,6 @@ SharedLayout shared_layout(const KernelSpec& spec) {
     return matrix_core_layout(spec, stages_q(spec.head_dim, value_head_dim(spec)));
 }
 
-unsigned lds_limit(std::string_view) { return 64u * 1024u; }
-
 }  // namespace
 
 extern const FamilyDescriptor wmma_gfx11_family = {
@@ -62,7 +60,7 @@ extern const FamilyDescriptor wmma_gfx11_family = {
     .check = matrix_core_tile_error,
     .choose_tile = choose_tile,
     .shared_layout = shared_layout,
-    .shared_limit = lds_limit,
+    .shared_limit = matrix_core_lds_limit,
     .launch_shape = tiled_launch,
 };
 
