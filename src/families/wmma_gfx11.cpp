@@ -30,6 +30,13 @@ bool stages_q(int head_dim, int head_dim_v) {
 // 32-key steps too: with 64 the bottom-right variants reach 256 VGPRs and spill one
 // (gfx1151 and gfx1100, static ISA), where 128 needs 229. With a V head dim of its own,
 // the wider of Q's and O's takes the key step.
+//
+// The model features hold a few more values per row, and where that passed 256 VGPRs
+// the key step halves again (gfx1151, f16 and bf16, static ISA, every head dim):
+//   padded 80, any feature: 64 keys spilled 77-85 VGPRs with all three; 32 keys need 206;
+//   padded 112 with a window: 32 keys spilled 1-5; 16 keys need 219;
+//   over 128 with sinks and no window: 32 keys spilled 1 at d=160; 16 keys need 205.
+//   (With all three features, 16 keys spilled 1-2 at d=200 and 208, and 32 none.)
 Tile choose_tile(const ShapeClass& shape, std::string_view) {
     const bool q_in_lds = stages_q(shape.head_dim, value_head_dim(shape));
     const int wider = std::max(padded_head_dim(shape.head_dim), padded_head_dim(value_head_dim(shape)));
@@ -38,7 +45,11 @@ Tile choose_tile(const ShapeClass& shape, std::string_view) {
         waves = 1;
     else if (shape.query_length == QueryLength::small)
         waves = 2;
-    return {16 * waves, q_in_lds || wider == 112 || wider > 128 ? 32 : 64, waves};
+    int block_k = q_in_lds || wider == 112 || wider > 128 ? 32 : 64;
+    const bool any_feature = shape.window || shape.softcap || shape.sinks;
+    if ((wider == 80 && any_feature) || (wider == 112 && shape.window) || (wider > 128 && shape.sinks && !shape.window))
+        block_k /= 2;
+    return {16 * waves, block_k, waves};
 }
 
 SharedLayout shared_layout(const KernelSpec& spec) {

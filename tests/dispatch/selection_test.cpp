@@ -69,6 +69,25 @@ TEST_CASE("gfx11: wmma-gfx11 with tiles by head dim and query length, for f16 an
             }
 }
 
+TEST_CASE("gfx11: the model features halve the key step where they would spill (tools/tiles/wmma_gfx11.md)") {
+    const auto with = [](int head_dim, bool window, bool softcap, bool sinks) {
+        ShapeClass featured = shape(head_dim);
+        featured.window = window;
+        featured.softcap = softcap;
+        featured.sinks = sinks;
+        return select_variant("gfx1151", featured, defaults()).spec;
+    };
+    check_tile(with(80, false, false, false), 64, 64, 4);
+    check_tile(with(80, false, true, false), 64, 32, 4);
+    check_tile(with(96, true, true, true), 64, 64, 4);  // fits in 256 VGPRs with 64 keys
+    check_tile(with(112, false, false, false), 64, 32, 4);
+    check_tile(with(112, true, false, false), 64, 16, 4);
+    check_tile(with(112, false, true, true), 64, 32, 4);
+    check_tile(with(128, true, true, true), 64, 64, 4);
+    check_tile(with(160, false, false, true), 32, 16, 2);
+    check_tile(with(256, false, true, false), 32, 32, 2);  // Gemma 2's soft-capped 256 keeps its step
+}
+
 TEST_CASE("gfx11: f32 falls back to scalar, saying why; every head dim runs on WMMA") {
     const auto f32 = select_variant("gfx1151", shape(128, DType::f32), defaults());
     CHECK(f32.spec.family == "scalar");
