@@ -18,11 +18,7 @@ using namespace fajit::testing;
 
 TEST_CASE("each decode family matches the f64 reference with one split, a few and the planned count") {
     if (skip_without_device()) return;
-    for (const std::string family : {"decode-mma", "decode-split"}) {
-        if (!find_family(family)->compiles_for(gpu_test_arch())) {
-            MESSAGE(family << " skipped: it does not run on " << gpu_test_arch());
-            continue;
-        }
+    for (const std::string& family : families_on(gpu_test_arch(), FamilyKind::decode)) {
         int cases = 0, failures = 0;
         double worst = 0.0;
         std::uint64_t seed = 900;

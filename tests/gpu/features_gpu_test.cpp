@@ -106,7 +106,7 @@ double rounding_of(const std::string& family, DType dtype) {
 TEST_CASE("every prefill family masks windows, caps scores and adds sinks as the f64 reference does") {
     if (skip_without_device()) return;
     Runtime& runtime = gpu_test_runtime();
-    for (const std::string& family : prefill_families_on(gpu_test_arch())) {
+    for (const std::string& family : families_on(gpu_test_arch(), FamilyKind::prefill)) {
         struct Run {
             KernelSpec spec;
             CaseShape shape;
@@ -146,11 +146,7 @@ TEST_CASE("every prefill family masks windows, caps scores and adds sinks as the
 
 TEST_CASE("each decode family masks windows, caps scores and adds sinks, dense and paged") {
     if (skip_without_device()) return;
-    for (const std::string family : {"decode-mma", "decode-split"}) {
-        if (!find_family(family)->compiles_for(gpu_test_arch())) {
-            MESSAGE(family << " skipped: it does not run on " << gpu_test_arch());
-            continue;
-        }
+    for (const std::string& family : families_on(gpu_test_arch(), FamilyKind::decode)) {
         Tally tally;
         std::uint64_t seed = 5000;
         for (const int splits : {1, 0}) {  // the whole range in one block, and the planned split

@@ -67,7 +67,7 @@ CaseShape shape_of(const ValueDimCase& c, DType dtype) {
 TEST_CASE("every prefill family with a V head dim of its own matches the f64 reference") {
     if (skip_without_device()) return;
     Runtime& runtime = gpu_test_runtime();
-    for (const std::string& name : prefill_families_on(gpu_test_arch())) {
+    for (const std::string& name : families_on(gpu_test_arch(), FamilyKind::prefill)) {
         const FamilyDescriptor* family = find_family(name);
         std::vector<std::pair<KernelSpec, CaseShape>> runs;
         std::vector<KernelSpec> specs;
@@ -108,11 +108,7 @@ TEST_CASE("every prefill family with a V head dim of its own matches the f64 ref
 
 TEST_CASE("each decode family with a V head dim of its own matches the f64 reference, whole and split") {
     if (skip_without_device()) return;
-    for (const std::string family : {"decode-mma", "decode-split"}) {
-        if (!find_family(family)->compiles_for(gpu_test_arch())) {
-            MESSAGE(family << " skipped: it does not run on " << gpu_test_arch());
-            continue;
-        }
+    for (const std::string& family : families_on(gpu_test_arch(), FamilyKind::decode)) {
         int cases = 0, failures = 0;
         std::uint64_t seed = 8000;
         for (const int splits : {1, 0}) {  // the whole range in one block, and the planned split (merged partials)

@@ -71,11 +71,12 @@ int prepare_all(Runtime& runtime, const std::vector<KernelSpec>& specs) {
     return failures;
 }
 
-std::vector<std::string> prefill_families_on(const std::string& arch) {
+std::vector<std::string> families_on(const std::string& arch, FamilyKind kind) {
     std::vector<std::string> families;
     for (const VariantRow& row : variant_table()) {
         const FamilyDescriptor& family = *row.family;
-        if (family.refuses_shape) continue;  // a decode family
+        // The decode families are the ones that refuse every shape but decode.
+        if ((family.refuses_shape != nullptr) != (kind == FamilyKind::decode)) continue;
         if (family.compiles_for(arch))
             families.emplace_back(family.name);
         else

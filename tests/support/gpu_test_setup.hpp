@@ -18,9 +18,11 @@ std::string gpu_test_arch();
 // sees no device).
 bool skip_without_device();
 
-// The prefill families of the variant table (those that refuse no shape) that compile for
-// arch, in table order; prints each one that does not, so a suite's log says what it skipped.
-std::vector<std::string> prefill_families_on(const std::string& arch);
+// The prefill families of the variant table (those that refuse no shape), or the decode
+// families (those that take only decode shapes), that compile for arch, in table order;
+// prints each one that does not, so a suite's log says what it skipped.
+enum class FamilyKind { prefill, decode };
+std::vector<std::string> families_on(const std::string& arch, FamilyKind kind);
 
 // The scalar kernel for a case: the reference every fast family is compared with.
 KernelSpec scalar_spec(const CaseShape&, float margin);
