@@ -118,8 +118,9 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     const auto load_step = [&](int step) {
         const int key0 = key0_of(step);
         const int stage = step % stages;
-        fa_sm80_load_key_block<Spec, Spec::waves * 32, block_k>(p, sequence, kv_head, key0, len_k - key0, k, v,
-                                                                k_tile(stage), v_tile(stage), aligned, threadIdx.x);
+        fa_sm80_load_key_block<Spec, Spec::waves * 32, block_k>(
+            p, sequence, kv_head, key0, fa_nv_block_page<Spec, block_k>(p, sequence, key0), len_k - key0, k, v,
+            k_tile(stage), v_tile(stage), aligned, threadIdx.x);
     };
     fa_sm80_load_rows<head_dim, Spec::waves * 32, block_q, 1>(
         {q_tile}, fa_nv_strided_rows<element, 1>{{q + row0 * p.q_stride[2]}, {p.q_stride[2]}}, rows_here, aligned,

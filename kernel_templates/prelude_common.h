@@ -347,16 +347,33 @@ FAJIT_DEVICE long long fa_row_offset(const long long* stride, const fa_sequence&
     return s.index * stride[0] + head * stride[1] + static_cast<long long>(s.q_start + row) * stride[2];
 }
 
+// The page of a paged cache that holds `key` of sequence s: one read of the block table.
+// The host checks block tables (FAJIT_CHECK_INDICES); unchecked, a page out of range
+// still reads inside the cache, never elsewhere.
+template <class Spec>
+FAJIT_DEVICE int fa_block_table_entry(const fa_params& p, const fa_sequence& s, int key) {
+    return p.block_table[static_cast<long long>(s.index) * p.max_pages_per_seq + key / Spec::page_size];
+}
+FAJIT_DEVICE int fa_page_in_cache(const fa_params& p, int entry) {
+    return entry < 0 ? 0 : (entry >= p.num_pages ? p.num_pages - 1 : entry);
+}
+template <class Spec>
+FAJIT_DEVICE int fa_key_page(const fa_params& p, const fa_sequence& s, int key) {
+    return fa_page_in_cache(p, fa_block_table_entry<Spec>(p, s, key));
+}
+
+// Element offset of `key`'s row of `kv_head` in its page (fa_key_page).
+template <class Spec>
+FAJIT_DEVICE long long fa_paged_key_offset(const long long* stride, int page, int kv_head, int key) {
+    return page * stride[0] + kv_head * stride[1] + static_cast<long long>(key % Spec::page_size) * stride[2];
+}
+
 // Element offset of key (or value) row `key` of `kv_head`; stride is k_stride or v_stride.
 template <class Spec>
 FAJIT_DEVICE long long fa_key_offset(const fa_params& p, const long long* stride, const fa_sequence& s, int kv_head,
                                      int key) {
     if constexpr (Spec::kv_layout == FA_KV_PAGED) {
-        int page = p.block_table[static_cast<long long>(s.index) * p.max_pages_per_seq + key / Spec::page_size];
-        // The host checks block tables (FAJIT_CHECK_INDICES); unchecked, a page out of range
-        // still reads inside the cache, never elsewhere.
-        page = page < 0 ? 0 : (page >= p.num_pages ? p.num_pages - 1 : page);
-        return page * stride[0] + kv_head * stride[1] + static_cast<long long>(key % Spec::page_size) * stride[2];
+        return fa_paged_key_offset<Spec>(stride, fa_key_page<Spec>(p, s, key), kv_head, key);
     } else {
         return s.index * stride[0] + kv_head * stride[1] + static_cast<long long>(s.k_start + key) * stride[2];
     }

@@ -88,25 +88,52 @@ struct fa_nv_key_block {
     }
 };
 
+// Whether a block of `rows` keys of this spec needs its page looked up (one block-table
+// read, fa_key_page) before its rows can be addressed: paged, in pages that hold it.
+template <class Spec, int rows>
+inline constexpr bool fa_nv_block_in_one_page = Spec::kv_layout == FA_KV_PAGED&& Spec::page_size >= rows;
+
 // The block of keys from key0 of `count` K or V tensors (start: fa_key_rows_start of
-// each; stride: its k_stride or v_stride).
+// each; stride: its k_stride or v_stride). page: key0's page where
+// fa_nv_block_in_one_page (read ahead by a caller that hides the read's latency behind
+// other work); ignored otherwise.
 template <class Spec, int rows, int count>
-FAJIT_DEVICE fa_nv_key_block<Spec, rows, count> fa_nv_key_block_of(const fa_params& p, const fa_sequence& sequence,
-                                                                   int kv_head, int key0,
-                                                                   const typename Spec::element* const (&start)[count],
-                                                                   const long long* const (&stride)[count]) {
+FAJIT_DEVICE fa_nv_key_block<Spec, rows, count> fa_nv_key_block_in_page(
+    const fa_params& p, const fa_sequence& sequence, int kv_head, int key0, int page,
+    const typename Spec::element* const (&start)[count], const long long* const (&stride)[count]) {
     using key_block = fa_nv_key_block<Spec, rows, count>;
     key_block block = {{}, {}, p, sequence, {}, kv_head, key0};
 #pragma unroll
     for (int c = 0; c < count; ++c) {
         if constexpr (key_block::looked_up)
             block.first[c] = start[c];
+        else if constexpr (fa_nv_block_in_one_page<Spec, rows>)
+            block.first[c] = start[c] + fa_paged_key_offset<Spec>(stride[c], page, kv_head, key0);
         else
             block.first[c] = fa_key_row<Spec>(p, start[c], stride[c], sequence, kv_head, key0);
         block.row_stride[c] = stride[c][2];
         block.stride[c] = stride[c];
     }
     return block;
+}
+
+// key0's page where a block of `rows` keys needs one (fa_nv_block_in_one_page), else 0.
+template <class Spec, int rows>
+FAJIT_DEVICE int fa_nv_block_page(const fa_params& p, const fa_sequence& sequence, int key0) {
+    if constexpr (fa_nv_block_in_one_page<Spec, rows>)
+        return fa_key_page<Spec>(p, sequence, key0);
+    else
+        return 0;
+}
+
+// The same, reading key0's page itself.
+template <class Spec, int rows, int count>
+FAJIT_DEVICE fa_nv_key_block<Spec, rows, count> fa_nv_key_block_of(const fa_params& p, const fa_sequence& sequence,
+                                                                   int kv_head, int key0,
+                                                                   const typename Spec::element* const (&start)[count],
+                                                                   const long long* const (&stride)[count]) {
+    return fa_nv_key_block_in_page<Spec, rows, count>(p, sequence, kv_head, key0,
+                                                      fa_nv_block_page<Spec, rows>(p, sequence, key0), start, stride);
 }
 
 // Whether a tensor can be copied in 16-byte chunks: base and every stride aligned. That

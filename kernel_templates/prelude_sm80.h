@@ -63,28 +63,21 @@ struct fa_sm80_rows {
     }
 };
 
-// Copies `rows` rows of head_dim elements from each of `count` tensors (`source`, an
-// fa_nv_strided_rows or fa_nv_key_block; rows past `valid_rows`, and the padding dims, as
-// zeros) into shared tiles `tile[i]`, by `threads` threads of which this is `thread`. Each thread owns one
-// 16-byte column of the rows and walks down them with stepped addresses, a few
-// instructions per copy; the loop stays rolled, since it runs while the O accumulator
-// holds half the registers and unrolled its hoisted addresses pushed the mma-sm80 kernel
-// into spilling. Rows a block of keys looks up (source.looked_up) are looked up only
-// when valid.
-template <int head_dim, int threads, int rows, int count, class Rows>
-FAJIT_DEVICE void fa_sm80_load_rows(const unsigned int (&tile)[count], const Rows& source, int valid_rows, bool aligned,
-                                    int thread) {
+// The walk of fa_sm80_load_rows, with 16-byte copies or (not `aligned`) element copies.
+template <int head_dim, int threads, int rows, int count, bool unrolled, bool aligned, class Rows>
+FAJIT_DEVICE void fa_sm80_walk_rows(const unsigned int (&tile)[count], const Rows& source, int valid_rows, int my_row,
+                                    int chunk) {
     using tile_rows = fa_sm80_rows<head_dim>;
-    constexpr int rows_per_pass = threads / tile_rows::chunks;  // leftover threads idle
-    const int my_row = thread / tile_rows::chunks;
-    const int chunk = thread % tile_rows::chunks;
-    if (my_row >= rows_per_pass) return;
+    constexpr int rows_per_pass = threads / tile_rows::chunks;
+    constexpr int passes = (rows + rows_per_pass - 1) / rows_per_pass;
     const unsigned int offset = tile_rows::offset(my_row, chunk);
     long long element_offset[count];
 #pragma unroll
     for (int c = 0; c < count; ++c) element_offset[c] = my_row * source.row_stride[c] + chunk * 8;
-#pragma unroll 1
-    for (int row = my_row, pass = 0; row < rows; row += rows_per_pass, ++pass) {
+#pragma unroll(unrolled ? passes : 1)
+    for (int pass = 0; pass < passes; ++pass) {
+        const int row = my_row + pass * rows_per_pass;
+        if (rows % rows_per_pass != 0 && row >= rows) break;
         const bool valid = row < valid_rows && chunk < tile_rows::data_chunks;
 #pragma unroll
         for (int c = 0; c < count; ++c) {
@@ -97,26 +90,50 @@ FAJIT_DEVICE void fa_sm80_load_rows(const unsigned int (&tile)[count], const Row
     }
 }
 
-// One block of K and V rows from key0 into their shared tiles, by the `threads` threads of
-// the copy (this one is `thread`): K and V rows of one width share a pass, V rows of a
-// head dim of their own (Spec::head_dim_v) take another.
-template <class Spec, int threads, int block_k>
+// Copies `rows` rows of head_dim elements from each of `count` tensors (`source`, an
+// fa_nv_strided_rows or fa_nv_key_block; rows past `valid_rows`, and the padding dims, as
+// zeros) into shared tiles `tile[i]`, by `threads` threads of which this is `thread`. Each
+// thread owns one 16-byte column of the rows and walks down them with stepped addresses.
+// Rows a block of keys looks up (source.looked_up) are looked up only when valid.
+// `unrolled`: mma-sm80 keeps the walk rolled, since it runs while the O accumulator holds
+// half the registers and unrolled its hoisted addresses pushed that kernel into spilling;
+// decode-mma, which copies a small block per warp and step, unrolls it: rolled, its
+// loop's branches and address arithmetic were half of that kernel's issue stalls (ncu,
+// H200, 16 x 8K keys). Alignment is one branch around the walk, never a test per copy.
+template <int head_dim, int threads, int rows, int count, bool unrolled = false, class Rows>
+FAJIT_DEVICE void fa_sm80_load_rows(const unsigned int (&tile)[count], const Rows& source, int valid_rows, bool aligned,
+                                    int thread) {
+    using tile_rows = fa_sm80_rows<head_dim>;
+    const int my_row = thread / tile_rows::chunks;
+    const int chunk = thread % tile_rows::chunks;
+    if (my_row >= threads / tile_rows::chunks) return;  // leftover threads idle
+    if (aligned)
+        fa_sm80_walk_rows<head_dim, threads, rows, count, unrolled, true>(tile, source, valid_rows, my_row, chunk);
+    else
+        fa_sm80_walk_rows<head_dim, threads, rows, count, unrolled, false>(tile, source, valid_rows, my_row, chunk);
+}
+
+// One block of K and V rows from key0 (in `page`, fa_nv_block_page) into their shared
+// tiles, by the `threads` threads of the copy (this one is `thread`): K and V rows of one
+// width share a pass, V rows of a head dim of their own (Spec::head_dim_v) take another.
+template <class Spec, int threads, int block_k, bool unrolled = false>
 FAJIT_DEVICE void fa_sm80_load_key_block(const fa_params& p, const fa_sequence& sequence, int kv_head, int key0,
-                                         int valid_rows, const typename Spec::element* k,
+                                         int page, int valid_rows, const typename Spec::element* k,
                                          const typename Spec::element* v, unsigned int k_tile, unsigned int v_tile,
                                          bool aligned, int thread) {
     if constexpr (Spec::head_dim_v == Spec::head_dim) {
-        fa_sm80_load_rows<Spec::head_dim, threads, block_k, 2>(
+        fa_sm80_load_rows<Spec::head_dim, threads, block_k, 2, unrolled>(
             {k_tile, v_tile},
-            fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v}, {p.k_stride, p.v_stride}),
+            fa_nv_key_block_in_page<Spec, block_k, 2>(p, sequence, kv_head, key0, page, {k, v},
+                                                      {p.k_stride, p.v_stride}),
             valid_rows, aligned, thread);
     } else {
-        fa_sm80_load_rows<Spec::head_dim, threads, block_k, 1>(
-            {k_tile}, fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {k}, {p.k_stride}), valid_rows,
-            aligned, thread);
-        fa_sm80_load_rows<Spec::head_dim_v, threads, block_k, 1>(
-            {v_tile}, fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {v}, {p.v_stride}), valid_rows,
-            aligned, thread);
+        fa_sm80_load_rows<Spec::head_dim, threads, block_k, 1, unrolled>(
+            {k_tile}, fa_nv_key_block_in_page<Spec, block_k, 1>(p, sequence, kv_head, key0, page, {k}, {p.k_stride}),
+            valid_rows, aligned, thread);
+        fa_sm80_load_rows<Spec::head_dim_v, threads, block_k, 1, unrolled>(
+            {v_tile}, fa_nv_key_block_in_page<Spec, block_k, 1>(p, sequence, kv_head, key0, page, {v}, {p.v_stride}),
+            valid_rows, aligned, thread);
     }
 }
 
