@@ -74,7 +74,7 @@ FAJIT_DEVICE void fa_sm80_walk_rows(const unsigned int (&tile)[count], const Row
     long long element_offset[count];
 #pragma unroll
     for (int c = 0; c < count; ++c) element_offset[c] = my_row * source.row_stride[c] + chunk * 8;
-#pragma unroll(unrolled ? passes : 1)
+#pragma unroll(unrolled&& aligned ? passes : 1)
     for (int pass = 0; pass < passes; ++pass) {
         const int row = my_row + pass * rows_per_pass;
         if (rows % rows_per_pass != 0 && row >= rows) break;
@@ -99,7 +99,9 @@ FAJIT_DEVICE void fa_sm80_walk_rows(const unsigned int (&tile)[count], const Row
 // half the registers and unrolled its hoisted addresses pushed that kernel into spilling;
 // decode-mma, which copies a small block per warp and step, unrolls it: rolled, its
 // loop's branches and address arithmetic were half of that kernel's issue stalls (ncu,
-// H200, 16 x 8K keys). Alignment is one branch around the walk, never a test per copy.
+// H200, 16 x 8K keys). Alignment is one branch around the walk, never a test per copy;
+// the element-wise walk of unaligned tensors stays rolled (unrolled, it spilled at d=80
+// paged, sm_90a ptxas, and took 45 more registers at d=72).
 template <int head_dim, int threads, int rows, int count, bool unrolled = false, class Rows>
 FAJIT_DEVICE void fa_sm80_load_rows(const unsigned int (&tile)[count], const Rows& source, int valid_rows, bool aligned,
                                     int thread) {
