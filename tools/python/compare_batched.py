@@ -180,13 +180,13 @@ def paged_inputs(args, dtype, generator):
 
 def run_paged(rt, args, dtype, roofline):
     batch, lk, lq, page = args.batch, args.len_k, args.len_q, args.page_size
-    hq, hkv, d = args.heads_q, args.heads_kv, args.head_dim
+    hkv, d = args.heads_kv, args.head_dim
     kv_bytes = 2 * batch * hkv * lk * d * torch.finfo(dtype).bits // 8
     # Graph replays rotate over input sets totalling about 4 GiB, far past the L2.
     generator = torch.Generator("cuda").manual_seed(args.seed)
     sets = [paged_inputs(args, dtype, generator) for _ in range(max(1, min(8, (4 << 30) // kv_bytes)))]
     first = sets[0]
-    q, table, out = first["q"], first["table"], first["out"]
+    q, out = first["q"], first["out"]
     kv_lens = torch.full((batch,), lk, dtype=torch.int32, device="cuda")
     cu_q = torch.arange(0, batch * lq + 1, lq, dtype=torch.int32, device="cuda")
     paged = lambda s: (lambda: rt.attention_paged(s["q"], s["k_cache"], s["v_cache"], cu_q, s["table"], kv_lens, lq,
