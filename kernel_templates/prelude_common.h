@@ -347,16 +347,17 @@ FAJIT_DEVICE long long fa_row_offset(const long long* stride, const fa_sequence&
     return s.index * stride[0] + head * stride[1] + static_cast<long long>(s.q_start + row) * stride[2];
 }
 
-// The page of a paged cache that holds `key` of sequence s: one read of the block table.
-// The host checks block tables (FAJIT_CHECK_INDICES); unchecked, a page out of range
-// still reads inside the cache, never elsewhere.
+// The block-table entry of the page that holds `key` of sequence s, as the caller gave it.
 template <class Spec>
 FAJIT_DEVICE int fa_block_table_entry(const fa_params& p, const fa_sequence& s, int key) {
     return p.block_table[static_cast<long long>(s.index) * p.max_pages_per_seq + key / Spec::page_size];
 }
+// An entry made a page of the cache. The host checks block tables (FAJIT_CHECK_INDICES);
+// unchecked, a page out of range still reads inside the cache, never elsewhere.
 FAJIT_DEVICE int fa_page_in_cache(const fa_params& p, int entry) {
     return entry < 0 ? 0 : (entry >= p.num_pages ? p.num_pages - 1 : entry);
 }
+// The page that holds `key` of sequence s: one read of the block table.
 template <class Spec>
 FAJIT_DEVICE int fa_key_page(const fa_params& p, const fa_sequence& s, int key) {
     return fa_page_in_cache(p, fa_block_table_entry<Spec>(p, s, key));

@@ -91,7 +91,7 @@ struct fa_nv_key_block {
 // Whether a block of `rows` keys of this spec needs its page looked up (one block-table
 // read, fa_key_page) before its rows can be addressed: paged, in pages that hold it.
 template <class Spec, int rows>
-inline constexpr bool fa_nv_block_in_one_page = Spec::kv_layout == FA_KV_PAGED&& Spec::page_size >= rows;
+inline constexpr bool fa_nv_block_in_one_page = (Spec::kv_layout == FA_KV_PAGED) && (Spec::page_size >= rows);
 
 // The block of keys from key0 of `count` K or V tensors (start: fa_key_rows_start of
 // each; stride: its k_stride or v_stride). page: key0's page where

@@ -74,7 +74,7 @@ FAJIT_DEVICE void fa_sm80_walk_rows(const unsigned int (&tile)[count], const Row
     long long element_offset[count];
 #pragma unroll
     for (int c = 0; c < count; ++c) element_offset[c] = my_row * source.row_stride[c] + chunk * 8;
-#pragma unroll(unrolled&& aligned ? passes : 1)
+#pragma unroll((unrolled && aligned) ? passes : 1)
     for (int pass = 0; pass < passes; ++pass) {
         const int row = my_row + pass * rows_per_pass;
         if (rows % rows_per_pass != 0 && row >= rows) break;

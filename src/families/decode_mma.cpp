@@ -19,7 +19,7 @@ constexpr int rows = 16;
 // A split shorter than this spends more on its partial and the merge than on keys.
 constexpr int min_keys_per_split = 256;
 constexpr int max_splits = 64;
-// Registers a lane, as ptxas gave them (sm_90a: 105 at d=64, 166 at d=128, 234 at d=256),
+// Registers a lane, as ptxas gave them (sm_90a: 105 at d=64, 166 at d=128, 231 at d=256),
 // rounded up to the allocation granule; with a V head dim of its own, the wider one's.
 int registers_per_lane(const KernelSpec& spec) {
     const int padded = std::max(padded_head_dim(spec.head_dim), padded_head_dim(value_head_dim(spec)));
