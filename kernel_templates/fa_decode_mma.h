@@ -2,8 +2,8 @@
 // and later), split over the key range (flash-decoding). Rows, splits and the block's
 // ending are the split-KV prelude part's (prelude_split_kv.h).
 //
-// The block's 16 packed rows are one m16 row tile, and every warp holds all of them: the
-// warps divide the keys instead. Warp w walks blocks w, w + waves, w + 2 waves, ... of
+// The block's 16 or 32 packed rows are one or two m16 row tiles, and every warp holds all
+// of them: the warps divide the keys instead. Warp w walks blocks w, w + waves, w + 2 waves, ... of
 // Spec::block_k keys of the split, each through its own cp.async pipeline of kv_stages
 // buffers, so the loop has no block-wide barrier. Per block of keys a warp computes
 // S = Q K^T, moves its frames by the rescale margin, and adds P V to its O, with the
@@ -14,12 +14,13 @@
 // At the end the warps merge their partials in shared memory laid over their K/V buffers,
 // each bringing its O and sum to the largest frame, and fa_split_finish ends the block.
 // Copies are issued a warp at a time, unrolled, with each paged step's page read a step
-// ahead.
+// ahead, into tiles swizzled where the head dim allows (fa_sm80_streaming_rows), so that
+// each 128-byte line read is one L2 request.
 
 template <class Spec>
 struct fa_decode_mma_layout {
-    using tile_rows = fa_sm80_rows<Spec::head_dim>;  // Q and K
-    using value_rows = fa_sm80_rows<Spec::head_dim_v>;
+    using tile_rows = fa_sm80_streaming_rows<Spec::head_dim>;  // Q and K
+    using value_rows = fa_sm80_streaming_rows<Spec::head_dim_v>;
     static constexpr int rows = Spec::block_q;
     static constexpr int stages = Spec::kv_stages;
     static constexpr int q_bytes = rows * tile_rows::pitch;
@@ -29,7 +30,7 @@ struct fa_decode_mma_layout {
     static constexpr int buffer_bytes = q_bytes + Spec::waves * warp_bytes;
     // After the buffers: the warps' frames and sums, the block's frame and sum, and a flag.
     static constexpr int bytes = buffer_bytes + 4 * (2 * Spec::waves + 2) * rows + 4;
-    static_assert(rows == 16, "fa_decode_mma holds one m16 row tile");
+    static_assert(rows == 16 || rows == 32, "fa_decode_mma holds one or two m16 row tiles");
     static_assert(4 * rows * Spec::head_dim_v <= warp_bytes, "each warp's partial fits over its K/V buffers");
     static_assert(bytes <= Spec::shared_bytes, "the host reserves less shared memory than fa_decode_mma_layout uses");
 };
@@ -39,7 +40,9 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     using element = typename Spec::element;
     using layout = fa_decode_mma_layout<Spec>;
     using tile_rows = typename layout::tile_rows;
+    using value_rows = typename layout::value_rows;
     constexpr int rows = Spec::block_q;
+    constexpr int row_tiles = rows / 16;
     constexpr int head_dim = Spec::head_dim;
     constexpr int value_dim = Spec::head_dim_v;
     constexpr int block_k = Spec::block_k;
@@ -51,7 +54,7 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     constexpr int key_tiles = block_k / 8;                        // 8-column tiles of S
     constexpr int key_slices = block_k / 16;                      // k steps of P V
     // As in fa_mma_sm80: past 32 registers Q would crowd the O accumulator.
-    constexpr bool q_in_registers = padded_dim <= 128;
+    constexpr bool q_in_registers = row_tiles * padded_dim <= 128;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
 
     extern __shared__ __align__(128) unsigned char fa_decode_shared[];
@@ -109,8 +112,8 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
             page = fa_page_in_cache(p, upcoming_entry);
             upcoming_entry = fa_block_table_entry<Spec>(p, sequence, step + 1 < steps ? key0_of(step + 1) : key0);
         }
-        fa_sm80_load_key_block<Spec, 32, block_k, true>(p, sequence, kv_head, key0, page, split_end - key0, k, v,
-                                                        k_tile(stage), v_tile(stage), aligned, lane);
+        fa_sm80_load_key_block<Spec, tile_rows, value_rows, 32, block_k, true>(
+            p, sequence, kv_head, key0, page, split_end - key0, k, v, k_tile(stage), v_tile(stage), aligned, lane);
     };
     // One commit group per step (empty past the end) so wait_group counts steps.
 #pragma unroll
@@ -124,37 +127,46 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     // ldmatrix row addresses: lane l serves row l%8 of matrix l/8.
     const int matrix = lane / 8;
     const int matrix_row = lane % 8;
-    const auto q_fragment = [&](unsigned int(&a)[4], int slice) {
-        // Matrices: rows 0-7 / 8-15 (bit 0), dims +0 / +8 (bit 1).
-        fa_sm80_ldmatrix_x4(a, q_tile + tile_rows::offset(8 * (matrix % 2) + matrix_row, 2 * slice + matrix / 2));
+    const auto q_fragment = [&](unsigned int(&a)[4], int m, int slice) {
+        // Matrices: rows 0-7 / 8-15 of row tile m (bit 0), dims +0 / +8 (bit 1).
+        fa_sm80_ldmatrix_x4(a,
+                            q_tile + tile_rows::offset(16 * m + 8 * (matrix % 2) + matrix_row, 2 * slice + matrix / 2));
     };
-    unsigned int q_registers[q_in_registers ? dim_slices : 1][4];
+    unsigned int q_registers[q_in_registers ? row_tiles : 1][q_in_registers ? dim_slices : 1][4];
     if constexpr (q_in_registers)
 #pragma unroll
-        for (int slice = 0; slice < dim_slices; ++slice) q_fragment(q_registers[slice], slice);
-
-    // This lane's rows are g and g+8. Idle rows keep every key of the split: their scores
-    // are zeros, and they are never stored.
-    fa_key_range visible[2];
+        for (int m = 0; m < row_tiles; ++m)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int r = g + 8 * h;
-        visible[h] = r < packed_rows
-                         ? fa_visible_range<Spec>(p, fa_packed_query_row(group, r), sequence.len_q, sequence.len_k)
-                         : fa_key_range{split_begin, split_end};
-        visible[h].end = min(visible[h].end, split_end);
-    }
+            for (int slice = 0; slice < dim_slices; ++slice) q_fragment(q_registers[m][slice], m, slice);
+
+    // This lane's rows are g and g+8 of each row tile. Idle rows keep every key of the
+    // split: their scores are zeros, and they are never stored.
+    fa_key_range visible[row_tiles][2];
+#pragma unroll
+    for (int m = 0; m < row_tiles; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = 16 * m + g + 8 * h;
+            visible[m][h] = r < packed_rows ? fa_visible_range<Spec>(p, fa_packed_query_row(group, r), sequence.len_q,
+                                                                     sequence.len_k)
+                                            : fa_key_range{split_begin, split_end};
+            visible[m][h].end = min(visible[m][h].end, split_end);
+        }
     // Query row 0 sees the fewest keys and the last row the latest first key: blocks
     // between the two limits need no mask.
     const fa_key_range unmasked = {
         fa_visible_range<Spec>(p, fa_packed_query_row(group, packed_rows - 1), sequence.len_q, sequence.len_k).begin,
         min(split_end, fa_visible_range<Spec>(p, 0, sequence.len_q, sequence.len_k).end)};
 
-    float frame[2] = {fa_neg_inf(), fa_neg_inf()};
-    float sum[2] = {0.0f, 0.0f};
-    float out[1][4 * dim_tiles];
+    float frame[row_tiles][2], sum[row_tiles][2];
+    float out[row_tiles][4 * dim_tiles];
 #pragma unroll
-    for (int i = 0; i < 4 * dim_tiles; ++i) out[0][i] = 0.0f;
+    for (int m = 0; m < row_tiles; ++m) {
+        frame[m][0] = frame[m][1] = fa_neg_inf();
+        sum[m][0] = sum[m][1] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4 * dim_tiles; ++i) out[m][i] = 0.0f;
+    }
 
     for (int step = 0; step < steps; ++step) {
         fa_nv_cp_async_wait<stages - 2>();
@@ -166,35 +178,43 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
         const unsigned int k_stage = k_tile(step % stages);
         const unsigned int v_stage = v_tile(step % stages);
 
-        // One row tile: the [1] dimension is the sm_80 products' row-tile count.
-        float score[1][4 * key_tiles];
+        float score[row_tiles][4 * key_tiles];
 #pragma unroll
-        for (int i = 0; i < 4 * key_tiles; ++i) score[0][i] = 0.0f;
+        for (int m = 0; m < row_tiles; ++m)
+#pragma unroll
+            for (int i = 0; i < 4 * key_tiles; ++i) score[m][i] = 0.0f;
 #pragma unroll(q_in_registers ? dim_slices : 1)
         for (int slice = 0; slice < dim_slices; ++slice) {
-            unsigned int a[1][4];
-            if constexpr (q_in_registers)
-                for (int r = 0; r < 4; ++r) a[0][r] = q_registers[slice][r];
-            else
-                q_fragment(a[0], slice);
-            fa_sm80_add_scores<element, head_dim, 1, key_tiles>(score, a, k_stage, slice, matrix, matrix_row);
+            unsigned int a[row_tiles][4];
+#pragma unroll
+            for (int m = 0; m < row_tiles; ++m) {
+                if constexpr (q_in_registers)
+                    for (int r = 0; r < 4; ++r) a[m][r] = q_registers[m][slice][r];
+                else
+                    q_fragment(a[m], m, slice);
+            }
+            fa_sm80_add_scores<element, tile_rows, row_tiles, key_tiles>(score, a, k_stage, slice, matrix, matrix_row);
         }
 
-        float row_max[2], correction[2];
         const bool masked = fa_block_masked<Spec>(unmasked, key0, block_k);
-        const float multiplier = fa_m16n8_scores<Spec, key_tiles>(p, score[0], masked, visible, key0, row_max);
-        const bool moved = fa_m16n8_move_frames(p, packed_rows, g, margin_log2, row_max, frame, sum, correction);
-        if (__any_sync(0xffffffffu, moved))
+        unsigned int probability[row_tiles][key_slices][4];
 #pragma unroll
-            for (int i = 0; i < 4 * dim_tiles; ++i) out[0][i] *= correction[(i % 4) / 2];
-        unsigned int probability[1][key_slices][4];
-        fa_m16n8_exponentiate<key_tiles>(score[0], multiplier, frame, sum);
-        fa_m16n8_pack<element, key_tiles>(score[0], probability[0]);
+        for (int m = 0; m < row_tiles; ++m) {
+            float row_max[2], correction[2];
+            const float multiplier = fa_m16n8_scores<Spec, key_tiles>(p, score[m], masked, visible[m], key0, row_max);
+            const bool moved =
+                fa_m16n8_move_frames(p, packed_rows, 16 * m + g, margin_log2, row_max, frame[m], sum[m], correction);
+            if (__any_sync(0xffffffffu, moved))
+#pragma unroll
+                for (int i = 0; i < 4 * dim_tiles; ++i) out[m][i] *= correction[(i % 4) / 2];
+            fa_m16n8_exponentiate<key_tiles>(score[m], multiplier, frame[m], sum[m]);
+            fa_m16n8_pack<element, key_tiles>(score[m], probability[m]);
+        }
 
 #pragma unroll
         for (int slice = 0; slice < key_slices; ++slice)
-            fa_sm80_add_pv<element, value_dim, 1, dim_tiles, key_slices>(out, probability, v_stage, slice, matrix,
-                                                                         matrix_row);
+            fa_sm80_add_pv<element, value_rows, row_tiles, dim_tiles, key_slices>(out, probability, v_stage, slice,
+                                                                                  matrix, matrix_row);
     }
     fa_nv_cp_async_wait<0>();  // no copy may still target the buffers the merge reuses
     __syncthreads();           // and no warp still reads them
@@ -212,27 +232,31 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     bool& merges_splits = *reinterpret_cast<bool*>(block_sum + rows);
     const int t = lane % 4;
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        sum[h] += fa_shuffle_xor(sum[h], 1);
-        sum[h] += fa_shuffle_xor(sum[h], 2);
-        if (t == 0) wave_frames[warp * rows + g + 8 * h] = frame[h];
-    }
+    for (int m = 0; m < row_tiles; ++m)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            sum[m][h] += fa_shuffle_xor(sum[m][h], 1);
+            sum[m][h] += fa_shuffle_xor(sum[m][h], 2);
+            if (t == 0) wave_frames[warp * rows + 16 * m + g + 8 * h] = frame[m][h];
+        }
     __syncthreads();
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        const int r = g + 8 * h;
-        float largest = fa_neg_inf();
-        for (int w = 0; w < waves; ++w) largest = fmaxf(largest, wave_frames[w * rows + r]);
-        // A warp that saw no key of the row adds nothing.
-        const float factor = frame[h] == fa_neg_inf() ? 0.0f : fa_exp2(frame[h] - largest);
+    for (int m = 0; m < row_tiles; ++m)
 #pragma unroll
-        for (int n = 0; n < value_dim / 8; ++n) {  // the padding dims' tiles are not merged
-            slices[warp][r][8 * n + 2 * t] = out[0][4 * n + 2 * h] * factor;
-            slices[warp][r][8 * n + 2 * t + 1] = out[0][4 * n + 2 * h + 1] * factor;
+        for (int h = 0; h < 2; ++h) {
+            const int r = 16 * m + g + 8 * h;
+            float largest = fa_neg_inf();
+            for (int w = 0; w < waves; ++w) largest = fmaxf(largest, wave_frames[w * rows + r]);
+            // A warp that saw no key of the row adds nothing.
+            const float factor = frame[m][h] == fa_neg_inf() ? 0.0f : fa_exp2(frame[m][h] - largest);
+#pragma unroll
+            for (int n = 0; n < value_dim / 8; ++n) {  // the padding dims' tiles are not merged
+                slices[warp][r][8 * n + 2 * t] = out[m][4 * n + 2 * h] * factor;
+                slices[warp][r][8 * n + 2 * t + 1] = out[m][4 * n + 2 * h + 1] * factor;
+            }
+            if (t == 0) wave_sums[warp * rows + r] = sum[m][h] * factor;
+            if (warp == 0 && t == 0) block_frame[r] = largest;
         }
-        if (t == 0) wave_sums[warp * rows + r] = sum[h] * factor;
-        if (warp == 0 && t == 0) block_frame[r] = largest;
-    }
     __syncthreads();
     // Each element is read and summed by one thread, which writes the sum into slice 0.
     for (int i = threadIdx.x; i < rows * value_dim; i += blockDim.x) {

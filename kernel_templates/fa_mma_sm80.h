@@ -62,6 +62,8 @@ template <class Spec>
 __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / Spec::waves) fa_mma_sm80(fa_params p) {
     using element = typename Spec::element;
     using layout = fa_mma_layout<Spec>;
+    using tile_rows = typename layout::tile_rows;
+    using value_rows = typename layout::value_rows;
     constexpr int head_dim = Spec::head_dim;
     constexpr int value_dim = Spec::head_dim_v;
     constexpr int padded_dim = fa_sm80_padded_dim<head_dim>;  // what the tiles cover
@@ -118,11 +120,11 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     const auto load_step = [&](int step) {
         const int key0 = key0_of(step);
         const int stage = step % stages;
-        fa_sm80_load_key_block<Spec, Spec::waves * 32, block_k>(
+        fa_sm80_load_key_block<Spec, tile_rows, value_rows, Spec::waves * 32, block_k>(
             p, sequence, kv_head, key0, fa_nv_block_page<Spec, block_k>(p, sequence, key0), len_k - key0, k, v,
             k_tile(stage), v_tile(stage), aligned, threadIdx.x);
     };
-    fa_sm80_load_rows<head_dim, Spec::waves * 32, block_q, 1>(
+    fa_sm80_load_rows<tile_rows, Spec::waves * 32, block_q, 1>(
         {q_tile}, fa_nv_strided_rows<element, 1>{{q + row0 * p.q_stride[2]}, {p.q_stride[2]}}, rows_here, aligned,
         threadIdx.x);
     // One commit group per step (empty past the end) so wait_group counts steps.
@@ -191,7 +193,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
                 else
                     q_fragment(a[m], m, slice);
             }
-            fa_sm80_add_scores<element, head_dim, m_tiles, key_tiles>(score, a, k_stage, slice, matrix, matrix_row);
+            fa_sm80_add_scores<element, tile_rows, m_tiles, key_tiles>(score, a, k_stage, slice, matrix, matrix_row);
         }
 
         // Keys a row may not see become -inf only on steps that reach outside the keys every
@@ -226,8 +228,8 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
 
 #pragma unroll
         for (int slice = 0; slice < key_slices; ++slice)
-            fa_sm80_add_pv<element, value_dim, m_tiles, dim_tiles, key_slices>(out, probability, v_stage, slice, matrix,
-                                                                               matrix_row);
+            fa_sm80_add_pv<element, value_rows, m_tiles, dim_tiles, key_slices>(out, probability, v_stage, slice,
+                                                                                matrix, matrix_row);
     }
     fa_nv_cp_async_wait<0>();  // no copy may still target shared memory at exit
 

@@ -1,5 +1,5 @@
-// fa-jit prelude, sm_80 part: the mma.sync and ldmatrix wrappers and the padded shared
-// tiles of the sm_80 kernels (mma-sm80 and decode-mma).
+// fa-jit prelude, sm_80 part: the mma.sync and ldmatrix wrappers and the shared tiles of
+// the sm_80 kernels (mma-sm80 and decode-mma).
 #if FAJIT_NVIDIA
 // Four 8x8 matrices of 16-bit elements; lanes 8i..8i+7 give the row addresses of
 // matrix i, and register i receives matrix i: lane l holds row l/4, columns 2(l%4)
@@ -63,18 +63,51 @@ struct fa_sm80_rows {
     }
 };
 
+// The same tiles with the XOR swizzle instead of the padding, for rows of a multiple of 8
+// chunks: chunk c of row r is stored at chunk c ^ (r % 8) of its 128-byte group, so an
+// ldmatrix phase (same chunk of 8 consecutive rows) still meets 8 distinct bank groups,
+// and every 128-byte line of a row lands on one 128-byte line of shared memory. With the
+// padded pitch a warp's 16-byte copies of a line straddled shared lines: per cp.async L2
+// saw 10.5 requests and 24 sectors where 4 and 16 carry the data (ncu, H200, decode-mma,
+// 16 x 8K keys; a pitch padded to 128 bytes gave 4 and 16, but conflicted ldmatrix).
+// decode-mma, which has registers to spare for the XOR-ed addresses, stages with it
+// (fa_sm80_streaming_rows).
+template <int head_dim>
+struct fa_sm80_swizzled_rows {
+    static constexpr int chunks = fa_sm80_padded_dim<head_dim> / 8;
+    static constexpr int data_chunks = head_dim / 8;
+    static constexpr int pitch = chunks * 16;
+    static_assert(chunks % 8 == 0, "the swizzle permutes whole 128-byte groups of chunks");
+    static FAJIT_DEVICE unsigned int offset(int row, int chunk) {
+        return static_cast<unsigned int>(row * chunks + (chunk ^ (row % 8))) * 16u;
+    }
+};
+
+// decode-mma's tiles of rows of head_dim: swizzled where a row is whole 128-byte groups
+// (padded dims 64, 128, 192 and 256), else padded. The host's layout (decode_mma.cpp)
+// sizes them the same way.
+template <int head_dim, bool swizzled = fa_sm80_padded_dim<head_dim> % 64 == 0>
+struct fa_sm80_streaming_rows_of {
+    using type = fa_sm80_rows<head_dim>;
+};
+template <int head_dim>
+struct fa_sm80_streaming_rows_of<head_dim, true> {
+    using type = fa_sm80_swizzled_rows<head_dim>;
+};
+template <int head_dim>
+using fa_sm80_streaming_rows = typename fa_sm80_streaming_rows_of<head_dim>::type;
+
 // The walk of fa_sm80_load_rows, with 16-byte copies or (not `aligned`) element copies.
-template <int head_dim, int threads, int rows, int count, bool unrolled, bool aligned, class Rows>
+template <class TileRows, int threads, int rows, int count, bool streaming, bool aligned, class Rows>
 FAJIT_DEVICE void fa_sm80_walk_rows(const unsigned int (&tile)[count], const Rows& source, int valid_rows, int my_row,
                                     int chunk) {
-    using tile_rows = fa_sm80_rows<head_dim>;
+    using tile_rows = TileRows;
     constexpr int rows_per_pass = threads / tile_rows::chunks;
     constexpr int passes = (rows + rows_per_pass - 1) / rows_per_pass;
-    const unsigned int offset = tile_rows::offset(my_row, chunk);
     long long element_offset[count];
 #pragma unroll
     for (int c = 0; c < count; ++c) element_offset[c] = my_row * source.row_stride[c] + chunk * 8;
-#pragma unroll((unrolled && aligned) ? passes : 1)
+#pragma unroll((streaming && aligned) ? passes : 1)
     for (int pass = 0; pass < passes; ++pass) {
         const int row = my_row + pass * rows_per_pass;
         if (rows % rows_per_pass != 0 && row >= rows) break;
@@ -83,73 +116,76 @@ FAJIT_DEVICE void fa_sm80_walk_rows(const unsigned int (&tile)[count], const Row
         for (int c = 0; c < count; ++c) {
             long long at = valid ? element_offset[c] : 0;
             if constexpr (Rows::looked_up) at = valid ? source.offset(c, row) + chunk * 8 : 0;
-            fa_nv_copy_chunk(tile[c] + offset + pass * tile_rows::offset(rows_per_pass, 0), source.first[c] + at, valid,
-                             aligned);
+            fa_nv_copy_chunk<streaming>(tile[c] + tile_rows::offset(row, chunk), source.first[c] + at, valid, aligned);
             element_offset[c] += rows_per_pass * source.row_stride[c];
         }
     }
 }
 
-// Copies `rows` rows of head_dim elements from each of `count` tensors (`source`, an
+// Copies `rows` rows of TileRows (fa_sm80_rows or fa_sm80_swizzled_rows) from each of `count` tensors (`source`, an
 // fa_nv_strided_rows or fa_nv_key_block; rows past `valid_rows`, and the padding dims, as
 // zeros) into shared tiles `tile[i]`, by `threads` threads of which this is `thread`. Each
 // thread owns one 16-byte column of the rows and walks down them with stepped addresses.
 // Rows a block of keys looks up (source.looked_up) are looked up only when valid.
-// `unrolled`: mma-sm80 keeps the walk rolled, since it runs while the O accumulator holds
-// half the registers and unrolled its hoisted addresses pushed that kernel into spilling;
-// decode-mma, which copies a small block per warp and step, unrolls it: rolled, its
-// loop's branches and address arithmetic were half of that kernel's issue stalls (ncu,
-// H200, 16 x 8K keys). Alignment is one branch around the walk, never a test per copy;
+// `streaming`: decode-mma's walk, where each warp copies a small block that it alone
+// reads, once: the walk unrolls (rolled, its branches and address arithmetic were half of
+// that kernel's issue stalls, ncu, H200, 16 x 8K keys) and each copy asks L2 for its
+// whole line (fa_nv_cp_async16). mma-sm80 keeps the walk rolled, since it runs while the O
+// accumulator holds half the registers and unrolled its hoisted addresses pushed that
+// kernel into spilling. Alignment is one branch around the walk, never a test per copy;
 // the element-wise walk of unaligned tensors stays rolled (unrolled, it spilled at d=80
 // paged, sm_90a ptxas, and took 45 more registers at d=72).
-template <int head_dim, int threads, int rows, int count, bool unrolled = false, class Rows>
+template <class TileRows, int threads, int rows, int count, bool streaming = false, class Rows>
 FAJIT_DEVICE void fa_sm80_load_rows(const unsigned int (&tile)[count], const Rows& source, int valid_rows, bool aligned,
                                     int thread) {
-    using tile_rows = fa_sm80_rows<head_dim>;
+    using tile_rows = TileRows;
     const int my_row = thread / tile_rows::chunks;
     const int chunk = thread % tile_rows::chunks;
     if (my_row >= threads / tile_rows::chunks) return;  // leftover threads idle
     if (aligned)
-        fa_sm80_walk_rows<head_dim, threads, rows, count, unrolled, true>(tile, source, valid_rows, my_row, chunk);
+        fa_sm80_walk_rows<TileRows, threads, rows, count, streaming, true>(tile, source, valid_rows, my_row, chunk);
     else
-        fa_sm80_walk_rows<head_dim, threads, rows, count, unrolled, false>(tile, source, valid_rows, my_row, chunk);
+        fa_sm80_walk_rows<TileRows, threads, rows, count, streaming, false>(tile, source, valid_rows, my_row, chunk);
 }
 
 // One block of K and V rows from key0 (in `page`, fa_nv_block_page) into their shared
-// tiles, by the `threads` threads of the copy (this one is `thread`): K and V rows of one
-// width share a pass, V rows of a head dim of their own (Spec::head_dim_v) take another.
-template <class Spec, int threads, int block_k, bool unrolled = false>
+// tiles (KeyRows and ValueRows, of Spec::head_dim and Spec::head_dim_v), by the `threads`
+// threads of the copy (this one is `thread`): K and V rows of one width share a pass, V
+// rows of a head dim of their own take another.
+template <class Spec, class KeyRows, class ValueRows, int threads, int block_k, bool streaming = false>
 FAJIT_DEVICE void fa_sm80_load_key_block(const fa_params& p, const fa_sequence& sequence, int kv_head, int key0,
                                          int page, int valid_rows, const typename Spec::element* k,
                                          const typename Spec::element* v, unsigned int k_tile, unsigned int v_tile,
                                          bool aligned, int thread) {
     if constexpr (Spec::head_dim_v == Spec::head_dim) {
-        fa_sm80_load_rows<Spec::head_dim, threads, block_k, 2, unrolled>(
+        fa_sm80_load_rows<KeyRows, threads, block_k, 2, streaming>(
             {k_tile, v_tile},
             fa_nv_key_block_in_page<Spec, block_k, 2>(p, sequence, kv_head, key0, page, {k, v},
                                                       {p.k_stride, p.v_stride}),
             valid_rows, aligned, thread);
     } else {
-        fa_sm80_load_rows<Spec::head_dim, threads, block_k, 1, unrolled>(
+        fa_sm80_load_rows<KeyRows, threads, block_k, 1, streaming>(
             {k_tile}, fa_nv_key_block_in_page<Spec, block_k, 1>(p, sequence, kv_head, key0, page, {k}, {p.k_stride}),
             valid_rows, aligned, thread);
-        fa_sm80_load_rows<Spec::head_dim_v, threads, block_k, 1, unrolled>(
+        fa_sm80_load_rows<ValueRows, threads, block_k, 1, streaming>(
             {v_tile}, fa_nv_key_block_in_page<Spec, block_k, 1>(p, sequence, kv_head, key0, page, {v}, {p.v_stride}),
             valid_rows, aligned, thread);
     }
 }
 
 // The two products of a step of the sm_80 kernels, on `m_tiles` 16-row tiles whose rows
-// are held as A fragments, against K and V staged as fa_sm80_rows tiles. ldmatrix row
+// are held as A fragments, against K and V staged as KeyRows and ValueRows tiles
+// (fa_sm80_rows or fa_sm80_swizzled_rows: either way the 8 rows of a phase are 8
+// consecutive rows from a multiple of 8, so their swizzle is row % 8 = matrix_row). ldmatrix row
 // addresses: lane l serves row `matrix_row` (l%8) of matrix `matrix` (l/8).
 //
 // S += A K^T over the dims of one 16-dim slice: per pair of 8-key tiles one ldmatrix of
 // K rows (matrices: keys of tile n / n+1 (bit 1), dims +0 / +8 (bit 0)), shared by the
 // row tiles.
-template <class T, int head_dim, int m_tiles, int key_tiles>
+template <class T, class KeyRows, int m_tiles, int key_tiles>
 FAJIT_DEVICE void fa_sm80_add_scores(float (&score)[m_tiles][4 * key_tiles], const unsigned int (&a)[m_tiles][4],
                                      unsigned int k_tile, int slice, int matrix, int matrix_row) {
-    using tile_rows = fa_sm80_rows<head_dim>;
+    using tile_rows = KeyRows;
 #pragma unroll
     for (int n = 0; n < key_tiles; n += 2) {
         unsigned int b[4];
@@ -166,11 +202,11 @@ FAJIT_DEVICE void fa_sm80_add_scores(float (&score)[m_tiles][4 * key_tiles], con
 // O += P V over the keys of one 16-key slice of P (A fragments): per pair of 8-dim tiles
 // one ldmatrix.trans of V rows (matrices: keys +0 / +8 of the slice (bit 0), dim tile
 // n / n+1 (bit 1)), shared by the row tiles.
-template <class T, int head_dim, int m_tiles, int dim_tiles, int key_slices>
+template <class T, class ValueRows, int m_tiles, int dim_tiles, int key_slices>
 FAJIT_DEVICE void fa_sm80_add_pv(float (&out)[m_tiles][4 * dim_tiles],
                                  const unsigned int (&probability)[m_tiles][key_slices][4], unsigned int v_tile,
                                  int slice, int matrix, int matrix_row) {
-    using tile_rows = fa_sm80_rows<head_dim>;
+    using tile_rows = ValueRows;
 #pragma unroll
     for (int n = 0; n < dim_tiles; n += 2) {
         unsigned int b[4];

@@ -1,5 +1,5 @@
-// decode-mma: decode and short chunks (up to 16 query rows x query heads per KV head) on
-// NVIDIA tensor cores, sm_80 and later: one m16 tile of packed rows that every warp holds,
+// decode-mma: decode and short chunks (up to 32 query rows x query heads per KV head) on
+// NVIDIA tensor cores, sm_80 and later: one or two m16 tiles of packed rows that every warp holds,
 // the warps dividing the keys, split over the key range when batch x KV heads cannot fill
 // the device. Any head dim the spec allows, padded to 16 inside the kernel.
 #include <algorithm>
@@ -15,22 +15,34 @@ constexpr std::string_view prelude_parts[] = {"prelude_common.h", "prelude_nvidi
                                               "prelude_split_kv.h"};
 constexpr DType dtypes[] = {DType::f16, DType::bf16};
 constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
-constexpr int rows = 16;
+// One m16 tile of packed rows, or two for a speculative step of a wide GQA group (4 query
+// rows x 8 query heads per KV head).
+constexpr int one_tile = 16;
+constexpr int two_tiles = 32;
 // A split shorter than this spends more on its partial and the merge than on keys.
 constexpr int min_keys_per_split = 256;
 constexpr int max_splits = 64;
-// Registers a lane, as ptxas gave them (sm_90a: 105 at d=64, 166 at d=128, 231 at d=256),
+// Registers a lane: the most ptxas gave over head dims 16..256 (sm_90a, bf16, dense and
+// 16-key pages; one row tile: 121 to d=64, 199 to d=128, 234 past it; two: 169, 232, 236),
 // rounded up to the allocation granule; with a V head dim of its own, the wider one's.
 int registers_per_lane(const KernelSpec& spec) {
     const int padded = std::max(padded_head_dim(spec.head_dim), padded_head_dim(value_head_dim(spec)));
-    return padded <= 64 ? 112 : padded <= 128 ? 168 : 240;
+    if (spec.block_q == one_tile) return padded <= 64 ? 128 : padded <= 128 ? 200 : 240;
+    return padded <= 64 ? 176 : padded <= 128 ? 232 : 240;
+}
+
+// A shared row of fa_sm80_streaming_rows: unpadded where the padded head dim is whole
+// 128-byte groups (the swizzled tiles), else with mma-sm80's one chunk of padding.
+unsigned row_bytes(int head_dim) {
+    const int padded = padded_head_dim(head_dim);
+    return padded % 64 == 0 ? 2u * static_cast<unsigned>(padded) : sm80_row_bytes(head_dim);
 }
 
 unsigned layout_bytes(const KernelSpec& spec, int stages) {
     const unsigned key_rows = static_cast<unsigned>(stages * spec.block_k * spec.waves);
+    const unsigned rows = static_cast<unsigned>(spec.block_q);
     const unsigned merge_bytes = 4u * (2u * spec.waves + 2u) * rows + 4u;
-    return sm80_row_bytes(spec.head_dim) * (rows + key_rows) + sm80_row_bytes(value_head_dim(spec)) * key_rows +
-           merge_bytes;
+    return row_bytes(spec.head_dim) * (rows + key_rows) + row_bytes(value_head_dim(spec)) * key_rows + merge_bytes;
 }
 
 // Blocks an SM holds at once, by registers and by shared memory: an SM's shared memory is
@@ -59,31 +71,47 @@ int best_stages(const KernelSpec& spec) {
 
 std::string check(const KernelSpec& spec) {
     if (auto error = waves_error(spec); !error.empty()) return error;
-    if (spec.block_q != rows)
+    if (spec.block_q != one_tile && spec.block_q != two_tiles)
         return field_error("bq", std::to_string(spec.block_q),
-                           "family decode-mma takes 16 rows (query rows x query heads per KV head): one m16 tile");
+                           "family decode-mma takes 16 or 32 rows (query rows x query heads per KV head): one or two "
+                           "m16 tiles");
     if (spec.block_k != 16 && spec.block_k != 32 && spec.block_k != 64)
         return field_error("bk", std::to_string(spec.block_k),
                            "family decode-mma takes 16, 32 or 64 keys per warp step");
-    // Each lane holds 16 x (dv + bk) / 32 f32 accumulators (O and S), as mma-sm80 counts them.
-    const int accumulators = rows * (padded_head_dim(value_head_dim(spec)) + spec.block_k) / 32;
+    // Each lane holds bq x (dv + bk) / 32 f32 accumulators (O and S), as mma-sm80 counts them.
+    const int accumulators = spec.block_q * (padded_head_dim(value_head_dim(spec)) + spec.block_k) / 32;
     if (accumulators > 160)
-        return field_error("bk", std::to_string(spec.block_k),
+        return field_error(spec.block_q == one_tile ? "bk" : "bq",
+                           std::to_string(spec.block_q == one_tile ? spec.block_k : spec.block_q),
                            "family decode-mma would hold " + std::to_string(accumulators) +
-                               " accumulators per lane (at most 160): choose a smaller bk");
+                               " accumulators per lane (at most 160): choose a smaller " +
+                               (spec.block_q == one_tile ? "bk" : "bq or dv"));
     return rounded_probability_margin_error(spec);
 }
 
-// fa_decode_mma_layout: Q, then each warp's kv_stages K and V buffers (rows of the
-// padded pitch), then the warps' frames and sums, the block's frame and sum, and a flag.
+// fa_decode_mma_layout: Q, then each warp's kv_stages K and V buffers (rows of
+// row_bytes), then the warps' frames and sums, the block's frame and sum, and a flag.
 SharedLayout shared_layout(const KernelSpec& spec) {
     const int stages = best_stages(spec);
     return {layout_bytes(spec, stages), true, {{{"kv_stages", stages}}}};
 }
 
-// Short warp steps keep the buffers small, so more blocks are resident and more copies
-// are in flight.
-Tile choose_tile(const ShapeClass&, std::string_view) { return {rows, 16, 4}; }
+// As few row tiles as the shape's rows need; short warp steps keep the buffers small, so
+// that many are in flight. 8 warps where their buffers fit twice: one block per SM holds
+// as many copies in flight as two blocks of 4 and needs half the splits; against 4 warps
+// it ran 1 x 32K keys 12% faster, 16 x 8K 4% and 16 x 32K 2%, 128 x 8K and 4 query rows
+// of 32 x 8K as fast (H200, graph replay, two runs each; tools/tiles/decode_mma.md).
+Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
+    KernelSpec spec;
+    spec.arch = std::string(arch);
+    spec.head_dim = shape.head_dim;
+    spec.head_dim_v = shape.head_dim_v;
+    spec.block_q = shape.decode_rows > one_tile ? two_tiles : one_tile;
+    spec.block_k = 16;
+    spec.waves = 8;
+    if (layout_bytes(spec, 2) > nvidia_shared_limit(arch)) spec.waves = 4;
+    return {spec.block_q, spec.block_k, spec.waves};
+}
 
 // One wave of resident blocks.
 SplitPlan plan_splits(const KernelSpec& spec, const AttentionArgs& args, int compute_units, int requested) {

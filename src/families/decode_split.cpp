@@ -2,6 +2,8 @@
 // split over the key range when batch x KV heads cannot fill the device; flash-decoding.
 // Plain arithmetic on any wave size, so it runs on gfx11 (wave32), gfx9 (wave64) and
 // NVIDIA alike; a KV head's whole GQA group shares each read of K and V.
+#include <algorithm>
+
 #include "families/family_rules.hpp"
 #include "spec/arch.hpp"
 #include "spec/spec_fields.hpp"
@@ -14,6 +16,8 @@ constexpr DType dtypes[] = {DType::f16, DType::bf16};
 constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
 // Each lane keeps block_q rows x dv / wave-size output values in registers.
 constexpr int max_output_registers = 64;
+// Its rows are a power of two up to this many.
+constexpr int max_rows = 16;
 // Four resident blocks per compute unit; a split shorter than 256 keys spends more on its
 // partial and the merge than on keys.
 constexpr SplitRule split_rule = {.blocks_per_compute_unit = 4, .min_keys_per_split = 256, .max_splits = 64};
@@ -21,7 +25,7 @@ constexpr SplitRule split_rule = {.blocks_per_compute_unit = 4, .min_keys_per_sp
 std::string check(const KernelSpec& spec) {
     if (auto error = waves_error(spec); !error.empty()) return error;
     const int rows = spec.block_q;
-    if (rows < 1 || rows > decode_rows_max || (rows & (rows - 1)) != 0)
+    if (rows < 1 || rows > max_rows || (rows & (rows - 1)) != 0)
         return field_error("bq", std::to_string(rows),
                            "family decode-split takes 1, 2, 4, 8 or 16 rows (query rows x query heads per KV head)");
     const int lanes = wave_size(spec.arch);
@@ -40,7 +44,7 @@ std::string check(const KernelSpec& spec) {
 
 // The tile is the shape's rows; spec text without bq gets the most rows.
 Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
-    return {shape.decode_rows ? shape.decode_rows : decode_rows_max, wave_size(arch), 4};
+    return {shape.decode_rows ? std::min(shape.decode_rows, max_rows) : max_rows, wave_size(arch), 4};
 }
 
 SharedLayout shared_layout(const KernelSpec& spec) {

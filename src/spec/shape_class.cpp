@@ -35,7 +35,7 @@ ShapeClass classify(const AttentionArgs& args) {
 std::uint64_t dispatch_key(int device, const ShapeClass& shape) {
     // check_arguments bounds head_dim to 16..256 (9 bits), the page size to 0..256 (9 bits)
     // and the enums to a few values (2 bits each); decode rows are 0 or a power of two up
-    // to 16 (3 bits as log2 + 1); the features take a bit each above those, then
+    // to 32 (3 bits as log2 + 1); the features take a bit each above those, then
     // head_dim_v (0..256, 9 bits), and the device ordinal (check_arguments: at most
     // 65535) the upper 16 bits.
     const int decode_bits = shape.decode_rows == 0 ? 0 : std::countr_zero(static_cast<unsigned>(shape.decode_rows)) + 1;

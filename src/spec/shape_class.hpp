@@ -36,8 +36,9 @@ struct ShapeClass {
 // The head dim of V and O.
 inline int value_head_dim(const ShapeClass& shape) { return shape.head_dim_v ? shape.head_dim_v : shape.head_dim; }
 
-// The most (query row, query head) pairs of one KV head a decode tile takes.
-inline constexpr int decode_rows_max = 16;
+// The most (query row, query head) pairs of one KV head a decode tile takes (decode-mma's
+// two m16 tiles; each decode family says what it takes of them).
+inline constexpr int decode_rows_max = 32;
 int classify_decode_rows(int len_q, int heads_q, int heads_kv);
 
 // len_q: the longest sequence's query rows.

@@ -1,6 +1,6 @@
 // The split-KV decode families compile for every arch kind they serve (decode-split: gfx11
-// wave32, gfx9 wave64, sm_80, sm_90a; decode-mma: sm_80, sm_90a) over dtype, head dims at
-// the edges and between, tile rows and K/V layouts; AMD code objects are checked for
+// wave32, gfx9 wave64, sm_80, sm_90a; decode-mma: sm_80, sm_90a, with one and two row
+// tiles) over dtype, head dims at the edges and between, tile rows and K/V layouts; AMD code objects are checked for
 // spills and scratch. No GPU is needed; a
 // backend whose compiler library is absent is skipped with its reason.
 #include <doctest/doctest.h>
@@ -27,8 +27,11 @@ std::vector<KernelSpec> decode_specs(const std::string& family, const std::strin
     // A covering sample: every dtype x head dim, with rows and layouts taking turns.
     for (const DType dtype : {DType::f16, DType::bf16})
         for (const int head_dim : {16, 72, 128, 256})
-            for (const auto& [rows, layout, page_size] :
-                 {std::tuple{1, KvLayout::dense, 0}, {4, KvLayout::paged, 16}, {16, KvLayout::ragged, 0}}) {
+            for (const auto& [rows, layout, page_size] : {std::tuple{1, KvLayout::dense, 0},
+                                                          {4, KvLayout::paged, 16},
+                                                          {16, KvLayout::ragged, 0},
+                                                          {32, KvLayout::paged, 64}}) {
+                if (family == "decode-split" && rows > 16) continue;  // decode-mma's two row tiles only
                 const CausalMode causal = index++ % 2 ? CausalMode::bottom_right : CausalMode::none;
                 const KernelSpec spec = decode_spec(family, arch, rows, head_dim, dtype, causal, layout, page_size);
                 if (validate(spec).empty()) specs.push_back(spec);

@@ -284,7 +284,9 @@ TEST_CASE("query length classes and dispatch keys") {
     CHECK(keys.size() == static_cast<std::size_t>(inputs));
 }
 
-TEST_CASE("decode shapes of up to 16 rows per KV head go to a decode family on every arch; others pass them by") {
+TEST_CASE(
+    "decode shapes of up to 16 rows per KV head go to a decode family on every arch, of 32 to decode-mma; others pass "
+    "them by") {
     for (const char* arch : {"gfx1151", "gfx942:sramecc+:xnack-", "sm_75", "sm_80", "sm_90a"}) {
         INFO(arch);
         // Tensor cores from sm_80; elsewhere a tile of just the rows needed.
@@ -303,11 +305,26 @@ TEST_CASE("decode shapes of up to 16 rows per KV head go to a decode family on e
         // A prefill shape, and a decode shape with too many rows, never reach it, and passing
         // it over is no fallback.
         for (ShapeClass other : {shape(128, DType::bf16), shape(128, DType::bf16, QueryLength::small)}) {
-            other.decode_rows = classify_decode_rows(5, 32, 8);
+            other.decode_rows = classify_decode_rows(9, 32, 8);
             const Selection prefill = select_variant(arch, other, defaults());
             CHECK(prefill.spec.family != "decode-split");
             CHECK(prefill.spec.family != "decode-mma");
         }
+        // 17 to 32 rows (a speculative step of 4 query rows of a GQA group of 8): decode-mma
+        // with two row tiles where its accumulators fit, else a prefill family, and neither is
+        // a fallback.
+        ShapeClass wide = decode;
+        wide.decode_rows = classify_decode_rows(4, 64, 8);
+        const Selection two_tiles = select_variant(arch, wide, defaults());
+        CHECK(two_tiles.spec.family != "decode-split");
+        CHECK((two_tiles.spec.family == "decode-mma") == tensor_cores);
+        if (tensor_cores) CHECK(two_tiles.spec.block_q == 32);
+        CHECK(two_tiles.fallback_reason == "");
+        wide.head_dim = 256;
+        const Selection too_wide = select_variant(arch, wide, defaults());
+        CHECK(too_wide.spec.family != "decode-mma");
+        if (std::string_view(arch) != "sm_75") CHECK(too_wide.spec.family != "scalar");  // no matrix cores there
+        CHECK(too_wide.fallback_reason == "");
         // f32 is not among its dtypes: the shape goes on down the table.
         ShapeClass f32 = shape(128, DType::f32, QueryLength::decode);
         f32.decode_rows = 4;
@@ -322,9 +339,11 @@ TEST_CASE("decode shapes of up to 16 rows per KV head go to a decode family on e
     CHECK(classify(call).decode_rows == 0);
     CHECK(classify_decode_rows(1, 32, 8) == 4);
     CHECK(classify_decode_rows(3, 32, 8) == 16);
-    CHECK(classify_decode_rows(4, 64, 8) == 0);  // 32 pairs
+    CHECK(classify_decode_rows(4, 64, 8) == 32);
+    CHECK(classify_decode_rows(5, 64, 8) == 0);  // 40 pairs
     CHECK(classify_decode_rows(16, 8, 8) == 16);
-    CHECK(classify_decode_rows(17, 8, 8) == 0);
+    CHECK(classify_decode_rows(17, 8, 8) == 32);
+    CHECK(classify_decode_rows(33, 8, 8) == 0);
 }
 
 TEST_CASE("FAJIT_FAMILY=decode-split on a prefill shape says why it runs the fallback") {

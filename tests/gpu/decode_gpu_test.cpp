@@ -29,10 +29,15 @@ TEST_CASE("each decode family matches the f64 reference with one split, a few an
             for (const DType dtype : {DType::f16, DType::bf16})
                 // 40: a head dim decode-mma pads to 48 inside the kernel.
                 for (const int head_dim : {40, 64, 128, 256})
-                    for (const auto& [group, len_q] : {std::pair{1, 1}, {4, 1}, {8, 1}, {4, 4}, {8, 2}}) {
+                    // 24 and 32 rows: decode-mma's two row tiles (a speculative step).
+                    for (const auto& [group, len_q] :
+                         {std::pair{1, 1}, {4, 1}, {8, 1}, {4, 4}, {8, 2}, {8, 3}, {8, 4}}) {
                         const int rows = group * len_q;
-                        // More outputs per lane than decode-split keeps.
+                        if (family == "decode-split" && rows > 16) continue;  // more rows than its tile
+                        // More outputs per lane than decode-split keeps, or than decode-mma
+                        // keeps in two row tiles.
                         if (family == "decode-split" && head_dim == 256 && rows > 8) continue;
+                        if (family == "decode-mma" && head_dim == 256 && rows > 16) continue;
                         for (const KvLayout layout : {KvLayout::dense, KvLayout::paged}) {
                             const CausalMode causal = cases % 3 == 0 ? CausalMode::none : CausalMode::bottom_right;
                             const int page_size = layout == KvLayout::paged ? (cases % 2 ? 16 : 1) : 0;
@@ -118,6 +123,9 @@ TEST_CASE("the dispatcher sends decode to a decode family and prefill to the pre
     CHECK(select(1).block_q == (tensor_cores ? 16 : 4));
     CHECK(select(4).family == decode_family);
     CHECK(select(4).block_q == 16);
-    CHECK(select(5).family != decode_family);  // 20 rows per KV head: more than a decode tile
+    // 20 rows per KV head: decode-mma's two row tiles, more than decode-split's tile.
+    CHECK((select(5).family == "decode-mma") == tensor_cores);
+    if (tensor_cores) CHECK(select(5).block_q == 32);
+    CHECK(select(9).family != decode_family);  // 36 rows: more than any decode tile
     CHECK(select(2048).family != decode_family);
 }

@@ -1,5 +1,8 @@
 #include "support/batched_sample.hpp"
 
+#include "families/registry.hpp"
+#include "spec/shape_class.hpp"
+
 namespace fajit::testing {
 
 std::vector<KvCase> batched_kv_cases() {
@@ -54,7 +57,10 @@ KernelSpec default_spec(const std::string& family, const std::string& arch, int 
 KernelSpec decode_spec(const std::string& family, const std::string& arch, int rows, int head_dim, DType dtype,
                        CausalMode causal, KvLayout layout, int page_size) {
     KernelSpec spec = default_spec(family, arch, head_dim, dtype, causal, layout, page_size);
-    if (family == "decode-split") spec.block_q = rows;
+    // The tile the family chooses for those rows, as the dispatcher asks for it.
+    ShapeClass shape;
+    shape.decode_rows = classify_decode_rows(rows, 1, 1);
+    spec.block_q = family_of(spec).choose_tile(shape, arch).block_q;
     return spec;
 }
 

@@ -30,8 +30,9 @@ KernelSpec default_spec(const std::string& family, const std::string& arch, int 
                         CausalMode causal, KvLayout layout = KvLayout::dense, int page_size = 0,
                         const KernelSpec& features = {});
 
-// A decode family's spec: its default tiles, margin 10, and for decode-split a tile of
-// `rows` rows (decode-mma's is always 16).
+// A decode family's spec: its default tiles, margin 10, and the rows its tile chooses for
+// `rows` packed rows (decode-split: that many, rounded up to a power of two; decode-mma:
+// one or two m16 tiles).
 KernelSpec decode_spec(const std::string& family, const std::string& arch, int rows, int head_dim, DType dtype,
                        CausalMode causal, KvLayout layout, int page_size);
 
