@@ -397,16 +397,20 @@ TEST_CASE("decode-mma splits to one wave of the blocks an SM holds at once") {
     args.heads_kv = 8;
     args.len_k = 8192;
     args.batch = 16;
-    // 128 pairs, two blocks of d=128 per SM (three stages keep the most copies in flight):
+    // 128 pairs; the family's 8 warps at d=128 fill an SM's shared memory with three
+    // stages: 132 slots, so one split.
+    CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 1);
+    // Pinned to 4 warps, two blocks per SM (three stages keep the most copies in flight):
     // 264 slots take 2 splits, not a third part-wave.
-    CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 2);
+    KernelSpec four_warps = spec;
+    four_warps.waves = 4;
+    CHECK(decode->plan_splits(four_warps, args, 132, 0).num_splits == 2);
     spec = spec_of(256);
     // d=256 buffers take over 113 KiB: one block per SM, so 128 blocks are a wave.
     CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 1);
     args.batch = 1;
-    CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 16);  // 8 pairs x 16 splits on 132 SMs
-    spec = spec_of(128);
-    CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 32);  // 264 slots, but splits of 256 keys
+    CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 16);        // 8 pairs x 16 splits on 132 SMs
+    CHECK(decode->plan_splits(four_warps, args, 132, 0).num_splits == 32);  // 264 slots, but splits of 256 keys
 }
 
 TEST_CASE("a V head dim of its own runs on each arch's tensor-core families, decode included") {
