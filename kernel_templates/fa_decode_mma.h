@@ -220,11 +220,19 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     __syncthreads();           // and no warp still reads them
 
     // The warps' partials meet in shared memory laid over their K/V buffers: each warp
-    // writes its O, brought to the rows' largest frame, to a slice of its own, and the
-    // block sums the slices. (Float atomics into one slice were compare-and-swap loops on
-    // shared memory that the warps' retries serialized: a fifth of the kernel's stall
-    // samples, ncu, H200, 16 x 8K keys.)
-    float(*slices)[rows][value_dim] = reinterpret_cast<float(*)[rows][value_dim]>(fa_decode_shared + layout::q_bytes);
+    // writes its O, brought to the rows' largest frame, to a slice of its own in fragment
+    // order (a float2 per lane and tile half, so a warp's store is 256 contiguous bytes
+    // free of bank conflicts, where rows of O had the 8 rows of a fragment in one bank),
+    // and only the halves that hold a packed row. Then each thread sums its elements over
+    // the slices and writes them, by row, over the first. (Float atomics into one slice
+    // were compare-and-swap loops on shared memory that the warps' retries serialized: a
+    // fifth of the kernel's stall samples, ncu, H200, 16 x 8K keys.)
+    constexpr int value_tiles = value_dim / 8;  // the padding dims' tiles are not merged
+    constexpr int slice_pairs = row_tiles * value_tiles * 2 * 32;
+    const auto pair_index = [](int m, int n, int h, int pair_lane) {
+        return ((m * value_tiles + n) * 2 + h) * 32 + pair_lane;
+    };
+    float2(*slices)[slice_pairs] = reinterpret_cast<float2(*)[slice_pairs]>(fa_decode_shared + layout::q_bytes);
     float* wave_frames = reinterpret_cast<float*>(fa_decode_shared + layout::buffer_bytes);  // [waves][rows]
     float* wave_sums = wave_frames + waves * rows;                                           // [waves][rows]
     float* block_frame = wave_sums + waves * rows;
@@ -249,27 +257,47 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
             for (int w = 0; w < waves; ++w) largest = fmaxf(largest, wave_frames[w * rows + r]);
             // A warp that saw no key of the row adds nothing.
             const float factor = frame[m][h] == fa_neg_inf() ? 0.0f : fa_exp2(frame[m][h] - largest);
+            if (16 * m + 8 * h < packed_rows)
 #pragma unroll
-            for (int n = 0; n < value_dim / 8; ++n) {  // the padding dims' tiles are not merged
-                slices[warp][r][8 * n + 2 * t] = out[m][4 * n + 2 * h] * factor;
-                slices[warp][r][8 * n + 2 * t + 1] = out[m][4 * n + 2 * h + 1] * factor;
-            }
+                for (int n = 0; n < value_tiles; ++n)
+                    slices[warp][pair_index(m, n, h, lane)] =
+                        make_float2(out[m][4 * n + 2 * h] * factor, out[m][4 * n + 2 * h + 1] * factor);
             if (t == 0) wave_sums[warp * rows + r] = sum[m][h] * factor;
             if (warp == 0 && t == 0) block_frame[r] = largest;
         }
     __syncthreads();
-    // Each element is read and summed by one thread, which writes the sum into slice 0.
-    for (int i = threadIdx.x; i < rows * value_dim; i += blockDim.x) {
-        float total = 0.0f;
+    // Pair e of a slice is row 16 m + 8 h + lane / 4, columns 8 n + 2 (lane % 4) and one more.
+    constexpr int pairs_per_thread = (slice_pairs + 32 * waves - 1) / (32 * waves);
+    const auto pair_row = [](int e) { return 16 * (e / (64 * value_tiles)) + 8 * (e / 32 % 2) + e % 32 / 4; };
+    const auto pair_column = [](int e) { return 8 * (e / 64 % value_tiles) + 2 * (e % 4); };
+    float2 totals[pairs_per_thread];
 #pragma unroll
-        for (int w = 0; w < waves; ++w) total += slices[w][i / value_dim][i % value_dim];
-        slices[0][i / value_dim][i % value_dim] = total;
+    for (int j = 0; j < pairs_per_thread; ++j) {
+        const int e = threadIdx.x + j * 32 * waves;
+        totals[j] = make_float2(0.0f, 0.0f);
+        if (e < slice_pairs && pair_row(e) < packed_rows)
+#pragma unroll
+            for (int w = 0; w < waves; ++w) {
+                const float2 part = slices[w][e];
+                totals[j].x += part.x;
+                totals[j].y += part.y;
+            }
     }
     if (threadIdx.x < rows) {
         float total = 0.0f;
         for (int w = 0; w < waves; ++w) total += wave_sums[w * rows + threadIdx.x];
         block_sum[threadIdx.x] = total;
     }
+    __syncthreads();  // every slice read before the merged rows overwrite the first
+    float(*merged)[value_dim] = reinterpret_cast<float(*)[value_dim]>(fa_decode_shared + layout::q_bytes);
+#pragma unroll
+    for (int j = 0; j < pairs_per_thread; ++j) {
+        const int e = threadIdx.x + j * 32 * waves;
+        if (e < slice_pairs && pair_row(e) < packed_rows) {
+            merged[pair_row(e)][pair_column(e)] = totals[j].x;
+            merged[pair_row(e)][pair_column(e) + 1] = totals[j].y;
+        }
+    }
     __syncthreads();
-    fa_split_finish<Spec>(p, sequence, kv_head, packed_rows, slices[0], block_frame, block_sum, merges_splits);
+    fa_split_finish<Spec>(p, sequence, kv_head, packed_rows, merged, block_frame, block_sum, merges_splits);
 }

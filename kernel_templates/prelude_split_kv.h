@@ -68,10 +68,10 @@ FAJIT_DEVICE void fa_split_store_row(const fa_params& p, const fa_sequence& sequ
 
 // Ends the block (see the top of this part); every thread of the block calls it, after
 // a barrier that makes merged, frame and sum complete. merges_splits is a shared flag.
+// Only the packed rows are published and merged: the tile's idle rows are never stored.
 template <class Spec>
 FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequence, int kv_head, int packed_rows,
-                                  const float (*merged)[Spec::head_dim_v], const float* frame, const float* sum,
-                                  bool& merges_splits) {
+                                  float (*merged)[Spec::head_dim_v], float* frame, float* sum, bool& merges_splits) {
     constexpr int lanes = FAJIT_WAVE_SIZE;
     constexpr int rows = Spec::block_q;
     constexpr int value_dim = Spec::head_dim_v;  // O's
@@ -81,66 +81,75 @@ FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequenc
     const int waves = static_cast<int>(blockDim.x) / lanes;
     const int group = p.heads_q / p.heads_kv;
 
-    if (p.num_splits == 1) {
-        for (int r = wave; r < packed_rows; r += waves) {
-            float row_out[dims_per_lane];
-            for (int c = 0; c < dims_per_lane; ++c) {
-                const int d = lane + c * lanes;
-                row_out[c] = d < value_dim ? merged[r][d] : 0.0f;
-            }
-            fa_split_store_row<Spec, dims_per_lane>(p, sequence, fa_packed_head(kv_head, group, r),
-                                                    fa_packed_query_row(group, r), row_out, frame[r], sum[r]);
+    if (p.num_splits > 1) {
+        // Publish this split's partial, and let the last to arrive merge them all into
+        // merged, frame and sum, which then end the block as one split's would.
+        constexpr int partial_floats = rows * (value_dim + 2);
+        const long long pair = static_cast<long long>(blockIdx.z) * p.heads_kv + kv_head;
+        float* partials = p.split_partials + pair * p.num_splits * partial_floats;
+        float* mine = partials + blockIdx.x * partial_floats;
+        for (int i = threadIdx.x; i < packed_rows * value_dim; i += blockDim.x)
+            mine[i] = merged[i / value_dim][i % value_dim];
+        if (threadIdx.x < packed_rows) {
+            mine[rows * value_dim + threadIdx.x] = frame[threadIdx.x];
+            mine[rows * value_dim + rows + threadIdx.x] = sum[threadIdx.x];
         }
-        return;
+        __threadfence();  // the partial is visible device-wide before the arrival is counted
+        __syncthreads();
+        if (threadIdx.x == 0)
+            merges_splits = atomicAdd(p.split_arrivals + pair, 1u) == static_cast<unsigned int>(p.num_splits) - 1;
+        __syncthreads();
+        if (!merges_splits) return;
+        __threadfence();  // the other splits' partials are read only after their arrivals
+
+        // A thread an element of O: the merge is on the launch's critical path, so every
+        // thread takes part, and it reads the splits a chunk at a time, each chunk's loads
+        // unconditional and in flight together (a split past the last repeats the last and
+        // weighs nothing). Volatile: the partials were written by other blocks during this
+        // launch. A split with no visible key has sum 0 and frame -inf, and weighs nothing.
+        constexpr int chunk = 16;
+        const volatile float* all = partials;
+        const auto frame_of = [&](int s, int r) { return all[s * partial_floats + rows * value_dim + r]; };
+        const auto sum_of = [&](int s, int r) { return all[s * partial_floats + rows * value_dim + rows + r]; };
+        for (int i = threadIdx.x; i < packed_rows * value_dim; i += blockDim.x) {
+            const int r = i / value_dim, d = i % value_dim;
+            float largest = fa_neg_inf();
+            for (int first = 0; first < p.num_splits; first += chunk)
+#pragma unroll
+                for (int j = 0; j < chunk; ++j) {
+                    const int s = min(first + j, p.num_splits - 1);
+                    const float split_frame = frame_of(s, r), split_sum = sum_of(s, r);
+                    largest = fmaxf(largest, split_sum > 0.0f ? split_frame : fa_neg_inf());
+                }
+            float total = 0.0f, value = 0.0f;
+            for (int first = 0; first < p.num_splits; first += chunk)
+#pragma unroll
+                for (int j = 0; j < chunk; ++j) {
+                    const int s = min(first + j, p.num_splits - 1);
+                    const float split_frame = frame_of(s, r), split_sum = sum_of(s, r);
+                    const float split_value = all[s * partial_floats + r * value_dim + d];
+                    const bool weighs = first + j < p.num_splits && split_sum > 0.0f;
+                    const float factor = weighs ? fa_exp2(split_frame - largest) : 0.0f;
+                    total += split_sum * factor;
+                    value += split_value * factor;
+                }
+            merged[r][d] = value;
+            if (d == 0) {
+                frame[r] = largest;
+                sum[r] = total;
+            }
+        }
+        if (threadIdx.x == 0) p.split_arrivals[pair] = 0u;  // ready for the next launch
+        __syncthreads();
     }
 
-    // Several splits: publish this one's partial, and let the last to arrive merge them.
-    constexpr int partial_floats = rows * (value_dim + 2);
-    const long long pair = static_cast<long long>(blockIdx.z) * p.heads_kv + kv_head;
-    float* partials = p.split_partials + pair * p.num_splits * partial_floats;
-    float* mine = partials + blockIdx.x * partial_floats;
-    for (int i = threadIdx.x; i < rows * value_dim; i += blockDim.x) mine[i] = merged[i / value_dim][i % value_dim];
-    if (threadIdx.x < rows) {
-        mine[rows * value_dim + threadIdx.x] = frame[threadIdx.x];
-        mine[rows * value_dim + rows + threadIdx.x] = sum[threadIdx.x];
-    }
-    __threadfence();  // the partial is visible device-wide before the arrival is counted
-    __syncthreads();
-    if (threadIdx.x == 0)
-        merges_splits = atomicAdd(p.split_arrivals + pair, 1u) == static_cast<unsigned int>(p.num_splits) - 1;
-    __syncthreads();
-    if (!merges_splits) return;
-    __threadfence();  // the other splits' partials are read only after their arrivals
-
-    // Volatile: the partials were written by other blocks during this launch. No load
-    // waits on another's value (selects, not branches, and unrolled loops), so each
-    // wave keeps several splits' loads in flight: one after another, a merge of 32 splits
-    // took longer than the splits themselves (H200, d=128).
-    const volatile float* all = partials;
     for (int r = wave; r < packed_rows; r += waves) {
-        float largest = fa_neg_inf();  // the lanes read a split each
-        for (int s = lane; s < p.num_splits; s += lanes) {
-            const float split_frame = all[s * partial_floats + rows * value_dim + r];
-            const float split_sum = all[s * partial_floats + rows * value_dim + rows + r];
-            largest = fmaxf(largest, split_sum > 0.0f ? split_frame : fa_neg_inf());
-        }
-        largest = fa_wave_max(largest);
-        float total = 0.0f, row_out[dims_per_lane];
-        for (int c = 0; c < dims_per_lane; ++c) row_out[c] = 0.0f;
-#pragma unroll 8
-        for (int s = 0; s < p.num_splits; ++s) {
-            const volatile float* partial = all + s * partial_floats;
-            const float split_sum = partial[rows * value_dim + rows + r];
-            // A split with no visible key has sum 0 and frame -inf, and weighs nothing.
-            const float factor = split_sum > 0.0f ? fa_exp2(partial[rows * value_dim + r] - largest) : 0.0f;
-            total += split_sum * factor;
-            for (int c = 0; c < dims_per_lane; ++c) {
-                const int d = lane + c * lanes;
-                if (d < value_dim) row_out[c] += partial[r * value_dim + d] * factor;
-            }
+        float row_out[dims_per_lane];
+        for (int c = 0; c < dims_per_lane; ++c) {
+            const int d = lane + c * lanes;
+            row_out[c] = d < value_dim ? merged[r][d] : 0.0f;
         }
         fa_split_store_row<Spec, dims_per_lane>(p, sequence, fa_packed_head(kv_head, group, r),
-                                                fa_packed_query_row(group, r), row_out, largest, total);
+                                                fa_packed_query_row(group, r), row_out, frame[r], sum[r]);
     }
-    if (threadIdx.x == 0) p.split_arrivals[pair] = 0u;  // ready for the next launch
 }

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 #include <stdexcept>
@@ -250,11 +251,15 @@ public:
                        void* stream) override {
         const Driver& api = driver();
         // Past 48 KiB of static and dynamic shared memory together, a block needs the
-        // opt-in: a kernel's static arrays (an emulation's scratch) count too.
-        if (static_bytes_ + shape.shared_bytes > 48u * 1024u) {
+        // opt-in: a kernel's static arrays (an emulation's scratch) count too. It is set
+        // once, not before every launch: a decode call is short enough that a driver call
+        // shows. A spec's layout fixes the size, so calls on several threads store one value.
+        if (static_bytes_ + shape.shared_bytes > 48u * 1024u &&
+            shape.shared_bytes != opted_in_bytes_.load(std::memory_order_relaxed)) {
             CUresult status = api.function_attribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                      static_cast<int>(shape.shared_bytes));
             if (status != CUDA_SUCCESS) return "cuFuncSetAttribute: " + api.describe(status);
+            opted_in_bytes_.store(shape.shared_bytes, std::memory_order_relaxed);
         }
         // Passing the argument struct as one buffer keeps the launch independent of its fields.
         void* config[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(argument), CU_LAUNCH_PARAM_BUFFER_SIZE,
@@ -269,7 +274,8 @@ private:
     int device_;
     CUmodule module_;
     CUfunction function_;
-    unsigned static_bytes_;  // the kernel's static shared memory
+    unsigned static_bytes_;                    // the kernel's static shared memory
+    std::atomic<unsigned> opted_in_bytes_{0};  // the dynamic shared memory last opted in to
 };
 
 class CudaEvent final : public DeviceEvent {

@@ -80,12 +80,13 @@ std::string check(const KernelSpec& spec) {
                            "family decode-mma takes 16, 32 or 64 keys per warp step");
     // Each lane holds bq x (dv + bk) / 32 f32 accumulators (O and S), as mma-sm80 counts them.
     const int accumulators = spec.block_q * (padded_head_dim(value_head_dim(spec)) + spec.block_k) / 32;
+    // One row tile can only shorten its warp step; two can drop to one.
+    const bool one_row_tile = spec.block_q == one_tile;
     if (accumulators > 160)
-        return field_error(spec.block_q == one_tile ? "bk" : "bq",
-                           std::to_string(spec.block_q == one_tile ? spec.block_k : spec.block_q),
+        return field_error(one_row_tile ? "bk" : "bq", std::to_string(one_row_tile ? spec.block_k : spec.block_q),
                            "family decode-mma would hold " + std::to_string(accumulators) +
                                " accumulators per lane (at most 160): choose a smaller " +
-                               (spec.block_q == one_tile ? "bk" : "bq or dv"));
+                               (one_row_tile ? "bk" : "bq or dv"));
     return rounded_probability_margin_error(spec);
 }
 
