@@ -190,18 +190,22 @@ FAJIT_DEVICE void fa_m16n8_mask_and_reduce(float (&s)[4 * key_tiles], float scal
 // Masks the scores and gives each of the lane's two rows' maxima in log2 units. A
 // positive scale is left for fa_m16n8_exponentiate to fold into its exponent
 // (scaling the maximum of the raw scores gives the maximum of the scaled ones), which
-// spares a multiply per score; any other scale, and a soft-cap, which does not keep
-// that order, are applied here. Returns the factor the scores still need.
+// spares a multiply per score; any other scale is applied here. A soft-cap's own
+// factor c' (fa_capped) is positive and tanh keeps the order too, so the scores become
+// tanh(s scale / c') here (one multiply and the tanh) and c' is left to the exponent.
+// Returns the factor the scores still need.
 template <class Spec, int key_tiles>
 FAJIT_DEVICE float fa_m16n8_scores(const fa_params& p, float (&s)[4 * key_tiles], bool masked,
                                    const fa_key_range (&visible)[2], int key0, float (&row_max)[2]) {
     const float scale_log2 = p.scale * FAJIT_LOG2E;
     if constexpr (Spec::softcap) {
         const fa_soft_cap cap = fa_soft_cap_of(p);
+        const float to_tanh = scale_log2 * cap.inverse;
 #pragma unroll
-        for (int i = 0; i < 4 * key_tiles; ++i) s[i] = fa_capped(cap, s[i] * scale_log2);
+        for (int i = 0; i < 4 * key_tiles; ++i) s[i] = fa_tanh(s[i] * to_tanh);
         fa_m16n8_mask_and_reduce<Spec, key_tiles, false>(s, 1.0f, masked, visible, key0, row_max);
-        return 1.0f;
+        for (int h = 0; h < 2; ++h) row_max[h] *= cap.cap_log2;
+        return cap.cap_log2;
     }
     if (scale_log2 > 0.0f) {
         fa_m16n8_mask_and_reduce<Spec, key_tiles, false>(s, scale_log2, masked, visible, key0, row_max);

@@ -10,7 +10,7 @@ figures are printed. Soft-cap and sinks: the seed shape (bf16, GQA 32/8, D=128, 
 8192, bottom-right), D=256 (Gemma 2's head dim) and decode, each with and without the
 feature. Every timing is CUDA events over back-to-back calls, each row measured twice
 (rounds), since run-to-run spread is real. --template-dir-a/-b time two template trees
-against each other on the plain calls (an A/B of a kernel change).
+against each other on every row (an A/B of a kernel change).
 """
 import argparse
 import json
@@ -80,7 +80,7 @@ def main():
     parser.add_argument("--library", default=fajit.default_library_path())
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--template-dir-a", help="A/B: time plain calls with these templates ...")
+    parser.add_argument("--template-dir-a", help="A/B: time every row with these templates ...")
     parser.add_argument("--template-dir-b", help="... against these")
     parser.add_argument("--output", help="write the rows as JSON")
     args = parser.parse_args()
@@ -108,16 +108,14 @@ def main():
         print(f"  {row['group']}, {row['label']}: {row['variant']}")
 
     if args.template_dir_a and args.template_dir_b:
-        print("A/B of the plain calls (ms, rounds alternate A and B):")
+        print("A/B (ms, rounds alternate A and B):")
         for group, label, (q, k, v), keywords, pairs in rows:
-            if keywords:
-                continue
             out = torch.empty_like(q)
             line = f"  {group:<16} {label:<18}"
             for _ in range(args.rounds):
                 for name, directory in (("A", args.template_dir_a), ("B", args.template_dir_b)):
                     rt = fajit.Runtime(args.library, FAJIT_LOG_LEVEL="warn", FAJIT_TEMPLATE_DIR=directory)
-                    ms = bench(lambda: rt.attention(q, k, v, causal="bottom-right", out=out), args.reps)
+                    ms = bench(lambda: rt.attention(q, k, v, causal="bottom-right", out=out, **keywords), args.reps)
                     line += f" {name} {ms:.4f}"
             print(line, flush=True)
     if args.output:
