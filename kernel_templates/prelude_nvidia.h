@@ -57,9 +57,9 @@ FAJIT_DEVICE float fa_nv_exp2(float x) {
 }
 
 // Copies one 16-byte chunk (`whole_lines`: fa_nv_cp_async16's), or zeros when the row is
-// past the end. Without 16-byte
-// alignment cp.async would fault, so such tensors take element-wise copies instead,
-// one element at a time: that path holds no registers the fast path would miss.
+// past the end. Without 16-byte alignment cp.async would fault, so such tensors take
+// element-wise copies instead, one element at a time: that path holds no registers the
+// fast path would miss.
 template <bool whole_lines = false, class T>
 FAJIT_DEVICE void fa_nv_copy_chunk(unsigned int target, const T* source, bool valid, bool aligned) {
     if (aligned) {

@@ -122,19 +122,20 @@ FAJIT_DEVICE void fa_sm80_walk_rows(const unsigned int (&tile)[count], const Row
     }
 }
 
-// Copies `rows` rows of TileRows (fa_sm80_rows or fa_sm80_swizzled_rows) from each of `count` tensors (`source`, an
-// fa_nv_strided_rows or fa_nv_key_block; rows past `valid_rows`, and the padding dims, as
-// zeros) into shared tiles `tile[i]`, by `threads` threads of which this is `thread`. Each
-// thread owns one 16-byte column of the rows and walks down them with stepped addresses.
-// Rows a block of keys looks up (source.looked_up) are looked up only when valid.
+// Copies `rows` rows of TileRows (fa_sm80_rows or fa_sm80_swizzled_rows) from each of
+// `count` tensors (`source`, an fa_nv_strided_rows or fa_nv_key_block; rows past
+// `valid_rows`, and the padding dims, as zeros) into shared tiles `tile[i]`, by
+// `threads` threads of which this is `thread`. Each thread owns one 16-byte column of
+// the rows and walks down them with stepped addresses. Rows a block of keys looks up
+// (source.looked_up) are looked up only when valid.
 // `streaming`: decode-mma's walk, where each warp copies a small block that it alone
-// reads, once: the walk unrolls (rolled, its branches and address arithmetic were half of
-// that kernel's issue stalls, ncu, H200, 16 x 8K keys) and each copy asks L2 for its
-// whole line (fa_nv_cp_async16). mma-sm80 keeps the walk rolled, since it runs while the O
-// accumulator holds half the registers and unrolled its hoisted addresses pushed that
-// kernel into spilling. Alignment is one branch around the walk, never a test per copy;
-// the element-wise walk of unaligned tensors stays rolled (unrolled, it spilled at d=80
-// paged, sm_90a ptxas, and took 45 more registers at d=72).
+// reads, once: the walk unrolls (rolled, its branches and address arithmetic were half
+// of that kernel's issue stalls, ncu, H200, 16 x 8K keys) and each copy asks L2 for its
+// whole line (fa_nv_cp_async16). mma-sm80 keeps the walk rolled, since it runs while
+// the O accumulator holds half the registers and unrolled its hoisted addresses pushed
+// that kernel into spilling. Alignment is one branch around the walk, never a test per
+// copy; the element-wise walk of unaligned tensors stays rolled (unrolled, it spilled at
+// d=80 paged, sm_90a ptxas, and took 45 more registers at d=72).
 template <class TileRows, int threads, int rows, int count, bool streaming = false, class Rows>
 FAJIT_DEVICE void fa_sm80_load_rows(const unsigned int (&tile)[count], const Rows& source, int valid_rows, bool aligned,
                                     int thread) {
