@@ -190,10 +190,11 @@ FAJIT_DEVICE void fa_m16n8_mask_and_reduce(float (&s)[4 * key_tiles], float scal
 // Masks the scores and gives each of the lane's two rows' maxima in log2 units. A
 // positive scale is left for fa_m16n8_exponentiate to fold into its exponent
 // (scaling the maximum of the raw scores gives the maximum of the scaled ones), which
-// spares a multiply per score; any other scale is applied here. A soft-cap's own
-// factor c' (fa_capped) is positive and tanh keeps the order too, so the scores become
-// tanh(s scale / c') here (one multiply and the tanh) and c' is left to the exponent.
-// Returns the factor the scores still need.
+// spares a multiply per score; any other scale is applied here, and so is a soft-cap:
+// c' tanh(s scale / c') (fa_capped) with scale / c' as one factor, two multiplies and
+// the tanh. Leaving c' to the exponent as well would spare one more, but the run-time
+// factor it leaves costs mma-sm80 the register that, with window, cap and sinks at
+// once, tips it into spilling. Returns the factor the scores still need.
 template <class Spec, int key_tiles>
 FAJIT_DEVICE float fa_m16n8_scores(const fa_params& p, float (&s)[4 * key_tiles], bool masked,
                                    const fa_key_range (&visible)[2], int key0, float (&row_max)[2]) {
@@ -202,10 +203,9 @@ FAJIT_DEVICE float fa_m16n8_scores(const fa_params& p, float (&s)[4 * key_tiles]
         const fa_soft_cap cap = fa_soft_cap_of(p);
         const float to_tanh = scale_log2 * cap.inverse;
 #pragma unroll
-        for (int i = 0; i < 4 * key_tiles; ++i) s[i] = fa_tanh(s[i] * to_tanh);
+        for (int i = 0; i < 4 * key_tiles; ++i) s[i] = cap.cap_log2 * fa_tanh(s[i] * to_tanh);
         fa_m16n8_mask_and_reduce<Spec, key_tiles, false>(s, 1.0f, masked, visible, key0, row_max);
-        for (int h = 0; h < 2; ++h) row_max[h] *= cap.cap_log2;
-        return cap.cap_log2;
+        return 1.0f;
     }
     if (scale_log2 > 0.0f) {
         fa_m16n8_mask_and_reduce<Spec, key_tiles, false>(s, scale_log2, masked, visible, key0, row_max);
