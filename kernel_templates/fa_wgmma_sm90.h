@@ -431,7 +431,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
             for (int h = 0; h < 2; ++h)
                 visible[h] = masked ? fa_visible_range<Spec>(p, my_row + 8 * h, len_q, len_k) : fa_key_range{0, 0};
             float row_max[2];
-            const float multiplier = fa_m16n8_scores<Spec, key_tiles>(p, score, masked, visible, key0, row_max);
+            const float multiplier = fa_m16n8_scores<Spec, key_tiles, true>(p, score, masked, visible, key0, row_max);
             const bool moved = fa_m16n8_move_frames(p, len_q, my_row, margin_log2, row_max, frame, sum, correction);
             fa_m16n8_exponentiate<key_tiles>(score, multiplier, frame, sum);
             return __any_sync(0xffffffffu, moved);
