@@ -190,23 +190,27 @@ FAJIT_DEVICE void fa_m16n8_mask_and_reduce(float (&s)[4 * key_tiles], float scal
 // Masks the scores and gives each of the lane's two rows' maxima in log2 units. A
 // positive scale is left for fa_m16n8_exponentiate to fold into its exponent
 // (scaling the maximum of the raw scores gives the maximum of the scaled ones), which
-// spares a multiply per score; any other scale is applied here. A soft-cap, c'
-// tanh(s scale / c') (fa_capped), takes scale / c' as one factor; with
-// `cap_in_exponent` its c' is left to the exponent too (tanh keeps the order and c' >
-// 0), sparing another multiply a score: wgmma-sm90's seed shape with a cap took 0.495
-// ms against 0.523 with c' applied here (H200). mma-sm80 applies it here, since the
-// run-time factor costs it the register that, with window, cap and sinks at once, tips
-// it into spilling. Returns the factor the scores still need.
+// spares a multiply per score; any other scale, and a soft-cap (fa_capped), are applied
+// here. With `cap_in_exponent` a soft-cap's c' is left to the exponent like a positive
+// scale (tanh keeps the order and c' > 0) and scale / c' is one factor, two multiplies
+// a score fewer: wgmma-sm90's seed shape with a cap took 0.495 ms against 0.523 with
+// only the one factor (H200). mma-sm80 keeps fa_capped, since the run-time factor costs
+// it the register that, with window, cap and sinks at once, tips it into spilling.
+// Returns the factor the scores still need.
 template <class Spec, int key_tiles, bool cap_in_exponent = false>
 FAJIT_DEVICE float fa_m16n8_scores(const fa_params& p, float (&s)[4 * key_tiles], bool masked,
                                    const fa_key_range (&visible)[2], int key0, float (&row_max)[2]) {
     const float scale_log2 = p.scale * FAJIT_LOG2E;
     if constexpr (Spec::softcap) {
         const fa_soft_cap cap = fa_soft_cap_of(p);
-        const float to_tanh = scale_log2 * cap.inverse;
-        const float applied = cap_in_exponent ? 1.0f : cap.cap_log2;
+        if constexpr (cap_in_exponent) {
+            const float to_tanh = scale_log2 * cap.inverse;
 #pragma unroll
-        for (int i = 0; i < 4 * key_tiles; ++i) s[i] = applied * fa_tanh(s[i] * to_tanh);
+            for (int i = 0; i < 4 * key_tiles; ++i) s[i] = fa_tanh(s[i] * to_tanh);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4 * key_tiles; ++i) s[i] = fa_capped(cap, s[i] * scale_log2);
+        }
         fa_m16n8_mask_and_reduce<Spec, key_tiles, false>(s, 1.0f, masked, visible, key0, row_max);
         if constexpr (!cap_in_exponent) return 1.0f;
         for (int h = 0; h < 2; ++h) row_max[h] *= cap.cap_log2;
