@@ -171,13 +171,16 @@ def paged_inputs(args, dtype, generator):
     hq, hkv, d = args.heads_q, args.heads_kv, args.head_dim
     pages_per_seq = (lk + page - 1) // page
     num_pages = batch * pages_per_seq
-    k_cache = torch.randn(num_pages, page, hkv, d, dtype=dtype, device="cuda")
+    # Slots before heads (vLLM's layout), or heads before slots (--heads-first).
+    shape = (num_pages, hkv, page, d) if args.heads_first else (num_pages, page, hkv, d)
+    k_cache = torch.randn(*shape, dtype=dtype, device="cuda")
     v_cache = torch.randn_like(k_cache)
+    slots_first = (lambda cache: cache.transpose(1, 2)) if args.heads_first else (lambda cache: cache)
     order = torch.randperm(num_pages, device="cuda", generator=generator)
     table = order.view(batch, pages_per_seq).to(torch.int32).contiguous()
     q = torch.randn(batch * lq, hq, d, dtype=dtype, device="cuda")
     # The same K/V, dense and contiguous [batch, Hkv, Lk, d].
-    gathered = lambda cache: cache[table.long()].reshape(batch, pages_per_seq * page, hkv, d)[:, :lk]
+    gathered = lambda cache: slots_first(cache)[table.long()].reshape(batch, pages_per_seq * page, hkv, d)[:, :lk]
     return {"q": q, "k_cache": k_cache, "v_cache": v_cache, "table": table,
             "k_dense": gathered(k_cache).transpose(1, 2).contiguous(),
             "v_dense": gathered(v_cache).transpose(1, 2).contiguous(),
@@ -196,7 +199,7 @@ def run_paged(rt, args, dtype, roofline):
     kv_lens = torch.full((batch,), lk, dtype=torch.int32, device="cuda")
     cu_q = torch.arange(0, batch * lq + 1, lq, dtype=torch.int32, device="cuda")
     paged = lambda s: (lambda: rt.attention_paged(s["q"], s["k_cache"], s["v_cache"], cu_q, s["table"], kv_lens, lq,
-                                                  causal="bottom-right", out=s["out"]))
+                                                  causal="bottom-right", out=s["out"], heads_first=args.heads_first))
     dense_outs = [torch.empty_like(s["q_dense"]) for s in sets]
     dense = lambda s, o: (lambda: rt.attention(s["q_dense"], s["k_dense"], s["v_dense"], causal="bottom-right",
                                                out=o))
@@ -215,7 +218,8 @@ def run_paged(rt, args, dtype, roofline):
                                   graph_sets=[(s["q_dense"], s["k_dense"], s["v_dense"]) for s in sets])
     best = min((r["ms"] for r in torch_results.values() if "ms" in r), default=float("nan"))
     best_graph = min((r["graph_ms"] for r in torch_results.values() if "graph_ms" in r), default=float("nan"))
-    return {"mode": "paged", "batch": batch, "len_q": lq, "len_k": lk, "page_size": page, "input_sets": len(sets),
+    return {"mode": "paged", "batch": batch, "len_q": lq, "len_k": lk, "page_size": page,
+            "heads_first": args.heads_first, "input_sets": len(sets),
             "fajit_paged_ms": paged_ms, "fajit_dense_ms": dense_ms, "paged_over_dense": paged_ms / dense_ms,
             "fajit_paged_graph_ms": paged_graph_ms, "fajit_dense_graph_ms": dense_graph_ms,
             "fajit_paged_tb_s": kv_bytes / (paged_graph_ms * 1e9), "copy_roofline_tb_s": roofline / 1e12,
@@ -247,6 +251,8 @@ def main():
     paged.add_argument("--len-k", type=int, nargs="+", default=[8192])
     paged.add_argument("--len-q", type=int, default=1)
     paged.add_argument("--page-size", type=int, default=16)
+    paged.add_argument("--heads-first", action="store_true",
+                       help="caches [pages, heads_kv, page_size, d] instead of [pages, page_size, heads_kv, d]")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     rt = fajit.Runtime(args.library, FAJIT_CHECK_INDICES=int(args.check_indices))
