@@ -31,10 +31,12 @@
 // src/families/wgmma_sm90.cpp, and fa_wgmma_layout checks them): Q, then
 // `stages` K, V buffer pairs, each in the prelude's 128-byte swizzle and 1024-byte
 // aligned (the allocation carries 1024 bytes of slack for aligning its start), then
-// full and empty mbarriers for each stage's K and V, and one that frees Q. The producer
-// copies with cp.async and arrives on a full barrier when its copies land; consumer warps
-// arrive on an empty barrier once they are done with the tensor, and only the producer
-// waits for that.
+// full and empty mbarriers for each stage's K and V, and one that frees Q. Dense calls
+// whose tensors TMA can address (p.tensor_maps_ready) are copied by one producer thread
+// through tensor maps, the barrier counting bytes; otherwise the producer's 128 threads
+// copy with cp.async and each arrives on a full barrier when its copies land. Consumer
+// warps arrive on an empty barrier once they are done with the tensor, and only the
+// producer waits for that.
 // Tensors that are not 16-byte aligned take the element-wise copy.
 //
 // Batched calls (Spec::kv_layout): a tile's sequence gives its lengths, which decide the
@@ -191,7 +193,7 @@ FAJIT_DEVICE fa_wgmma_tile fa_wgmma_block_tile(const fa_params& p, int n) {
 // first K, V while the consumers finish the last steps of a tile and store it, so a
 // tile starts with no launch and with its first copies already under way.
 template <class Spec>
-__global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm90(fa_params p) {
+__global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm90(const __grid_constant__ fa_params p) {
     using element = typename Spec::element;
     using layout = fa_wgmma_layout<Spec>;
     constexpr int block_q = Spec::block_q;
@@ -232,6 +234,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         return barrier((2 + tensor % kv_barriers) * stages + fill % stages);
     };
     const unsigned int q_empty = barrier(4 * stages);
+    const bool tensor_copies = Spec::kv_layout == FA_KV_DENSE && p.tensor_maps_ready;
     if constexpr (layout::scored_dim > Spec::head_dim) {
         // The one 16-byte chunk of k-step padding, in each row of Q and of every stage's K.
         constexpr int padding = Spec::head_dim / 8;
@@ -247,7 +250,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         for (int stage = 0; stage < stages; ++stage)
 #pragma unroll
             for (int tensor = 0; tensor < kv_barriers; ++tensor) {
-                fa_sm90_mbarrier_init(full(tensor, stage), 128);
+                fa_sm90_mbarrier_init(full(tensor, stage), tensor_copies ? 1 : 128);
                 fa_sm90_mbarrier_init(empty(tensor, stage), Spec::waves);
             }
         fa_sm90_mbarrier_init(q_empty, Spec::waves);
@@ -264,11 +267,63 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
         return fa_key_blocks_of<Spec>(p, tile.row0, min(block_q, len_q - tile.row0), len_q, len_k, block_k);
     };
 
+    // The producer's one thread with tensor maps: per tile, Q with step 0's K (and V),
+    // then each step's K and V, every fill's bytes announced to its full barrier first.
+    // A box is 64 head dims wide (the swizzle's row), so a tile takes one per 64.
+    const auto copy_by_tensor_maps = [&] {
+        const auto wait_released = [&](int tensor, int fill) {
+            if (fill >= stages) fa_sm90_mbarrier_wait(empty(tensor, fill), (fill / stages - 1) % 2);
+        };
+        const auto copy_boxes = [&](unsigned int target, const fa_tensor_map& map, int columns, int rows, int row0,
+                                    int head, int batch, unsigned int landed) {
+#pragma unroll
+            for (int c = 0; c < columns / 64; ++c)
+                fa_sm90_tensor_copy(target + c * rows * 128u, map, 64 * c, row0, head, batch, landed);
+        };
+        int fill = 0;
+        int q_fills = 0;
+#pragma unroll 1
+        for (int n = 0;; ++n) {
+            const fa_wgmma_tile tile = fa_wgmma_block_tile<Spec>(p, n);
+            if (!tile.valid) break;
+            const fa_key_blocks blocks = key_blocks(tile);
+            if (blocks.count == 0) continue;
+            const int batch = tile.sequence.index;
+            const int kv_head = tile.head / (p.heads_q / p.heads_kv);
+            if (q_fills > 0) fa_sm90_mbarrier_wait(q_empty, (q_fills - 1) % 2);
+            ++q_fills;
+#pragma unroll 1
+            for (int step = 0; step < blocks.count; ++step, ++fill) {
+                const int key0 = (blocks.first + step) * block_k;
+                const unsigned int with_q = step == 0 ? layout::q_bytes : 0u;
+                const unsigned int keys_landed = full(keys, fill);
+                wait_released(keys, fill);
+                fa_sm90_mbarrier_arrive_expecting(
+                    keys_landed, with_q + layout::k_bytes + (kv_barriers == 1 ? layout::v_bytes : 0u));
+                if (step == 0)
+                    copy_boxes(q_tile, p.tensor_maps[0], layout::staged_dim, block_q, tile.row0, tile.head, batch,
+                               keys_landed);
+                copy_boxes(k_tile(fill % stages), p.tensor_maps[1], layout::staged_dim, block_k, key0, kv_head, batch,
+                           keys_landed);
+                if constexpr (kv_barriers == 2) {
+                    wait_released(values, fill);
+                    fa_sm90_mbarrier_arrive_expecting(full(values, fill), layout::v_bytes);
+                }
+                copy_boxes(v_tile(fill % stages), p.tensor_maps[2], layout::staged_value_dim, block_k, key0, kv_head,
+                           batch, full(values, fill));
+            }
+        }
+    };
+
     if (group == groups) {
         // The producer: per tile, Q with step 0's K and V, then each step's K and V into
         // its stage once the consumers have released the stage's previous fill.
         fa_sm90_lower_registers<layout::producer_registers>();
         const int thread = static_cast<int>(threadIdx.x) - layout::consumers;
+        if (tensor_copies) {
+            if (thread == 0) copy_by_tensor_maps();
+            return;
+        }
         const bool aligned =
             fa_nv_aligned16(p.q, p.q_stride) && fa_nv_aligned16(p.k, p.k_stride) && fa_nv_aligned16(p.v, p.v_stride);
         // Element-wise copies are plain stores, which an ordinary arrival releases.

@@ -34,6 +34,11 @@
 enum fa_causal_mode { FA_CAUSAL_NONE = 0, FA_CAUSAL_TOP_LEFT = 1, FA_CAUSAL_BOTTOM_RIGHT = 2 };
 enum fa_kv_layout { FA_KV_DENSE = 0, FA_KV_RAGGED = 1, FA_KV_PAGED = 2 };
 
+// A CUtensorMap: 128 opaque bytes the host encodes, 64-byte aligned as the driver wants.
+struct fa_tensor_map {
+    alignas(64) unsigned char bytes[128];
+};
+
 struct fa_params {
     const void* q;
     const void* k;
@@ -69,8 +74,13 @@ struct fa_params {
     int window_left;     // keys a row sees before its diagonal key; -1: unbounded
     int window_right;    // and after it; -1: unbounded
     float softcap;       // c of s <- c tanh(s / c), applied to the scaled scores
+    // Hopper's tensor maps of Q, K and V [batch, heads, rows, head dim], through which
+    // wgmma-sm90 copies dense calls (TMA). The host fills them, and sets ready to 1,
+    // for families that read them and tensors TMA can address; else 0 and unread.
+    int tensor_maps_ready;
+    fa_tensor_map tensor_maps[3];
 };
-static_assert(sizeof(fa_params) == 256, "fa_params layout changed: update kernel_arguments.hpp too");
+static_assert(sizeof(fa_params) == 640, "fa_params layout changed: update kernel_arguments.hpp too");
 
 // ---- element types: 16-bit floats are raw bits so no toolkit header is needed --
 struct fa_f16 {

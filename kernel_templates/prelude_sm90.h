@@ -62,6 +62,25 @@ FAJIT_DEVICE void fa_sm90_mbarrier_wait(unsigned int barrier, unsigned int parit
         "r"(parity)
         : "memory");
 }
+// Tensor memory access (TMA): one thread copies a box of a tensor into shared memory,
+// described by a tensor map the host encoded (fa_params::tensor_maps, a kernel
+// parameter's address), in the 128-byte swizzle the map names; rows and columns past
+// the tensor's ends land as zeros. The bytes landing count down the transaction count
+// the barrier was told to expect, so one arrival with the expected bytes stands for
+// every copy of a fill.
+FAJIT_DEVICE void fa_sm90_mbarrier_arrive_expecting(unsigned int barrier, unsigned int bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(barrier), "r"(bytes) : "memory");
+}
+// Box (x, y, z, w): columns x.. (the head dims), rows y.., head z, batch w.
+FAJIT_DEVICE void fa_sm90_tensor_copy(unsigned int target, const fa_tensor_map& map, int x, int y, int z, int w,
+                                      unsigned int barrier) {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+        "%5}], [%6];\n" ::"r"(target),
+        "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x), "r"(y), "r"(z), "r"(w), "r"(barrier)
+        : "memory");
+}
+
 // Named barriers (0 is __syncthreads): `count` threads in all, some syncing, some
 // only arriving.
 FAJIT_DEVICE void fa_sm90_barrier_sync(int id, int count) {

@@ -95,6 +95,8 @@ typedef struct fajit_runtime fajit_runtime;
  *   FAJIT_DECODE_SPLITS   split count of every split-KV decode launch (1..64); 0 (default) plans it
  *                         per call. Splits follow each sequence's own length, so a CUDA graph
  *                         captured with a pinned count stays right as lengths grow
+ *   FAJIT_TENSOR_MAPS     1 (default): wgmma-sm90 copies dense calls' Q, K and V through
+ *                         tensor maps (TMA); 0: with its own copies, as for batched layouts
  *   FAJIT_REMOTE_CACHE    redis://host[:port][/db] or unix:///path[?db=N]: the fleet cache
  *                         behind the disk cache (README, "Fleet cache")
  *   FAJIT_REMOTE_CACHE_KEY  sign stored entries (HMAC-SHA256); refuse unsigned or wrongly

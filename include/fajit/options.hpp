@@ -64,6 +64,10 @@ struct Options {
     // default) plans it per call from the batch, KV heads, keys and compute units. A
     // pinned count keeps a captured CUDA graph's grid and workspace right at any length.
     int decode_splits = 0;
+    // FAJIT_TENSOR_MAPS (default on): families that can (wgmma-sm90) copy dense calls'
+    // Q, K and V through tensor maps (TMA). Off: they copy as for the batched layouts,
+    // for A/B measurements, or a driver whose tensor maps misbehave.
+    bool tensor_maps = true;
 
     // The fleet cache: a store machines share behind the disk cache (README "Fleet cache").
     // FAJIT_REMOTE_CACHE: redis://host[:port][/db] or unix:///path[?db=N]; empty: none.

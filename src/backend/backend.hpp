@@ -2,7 +2,9 @@
 // The one interface every GPU toolkit sits behind. Implementations load their
 // libraries at run time, so a process starts on machines without them; such a
 // backend reports itself unavailable with the reason.
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -38,6 +40,18 @@ struct LaunchShape {
     unsigned block[3] = {1, 1, 1};
     unsigned shared_bytes = 0;
 };
+
+// A tensor of 16-bit elements [batch, heads, rows, columns] with contiguous columns, and
+// the box one tensor-memory-access (TMA) copy moves from it into shared memory, in the
+// 128-byte swizzle; rows and columns past the ends land as zeros.
+struct TensorMapRequest {
+    const void* base = nullptr;  // device address, 16-byte aligned
+    std::uint64_t extents[4] = {};         // columns, rows, heads, batch
+    std::uint64_t stride_bytes[3] = {};    // of a row, a head, a batch: multiples of 16
+    std::uint32_t box[2] = {};             // columns (64: one swizzle row of 16-bit elements), rows
+};
+// The encoded map, which a kernel reads as a by-value argument (fa_tensor_map).
+using TensorMap = std::array<std::byte, 128>;
 
 class LoadedKernel {
 public:
@@ -92,6 +106,9 @@ public:
     // Sets bytes bytes from destination on to byte.
     virtual void fill(int device, void* destination, unsigned char byte, std::size_t bytes) const = 0;
     virtual std::unique_ptr<DeviceEvent> create_event(int device) const = 0;
+    // Encodes a tensor map into map: empty on success, else why not (a backend or driver
+    // without tensor maps, or a tensor they cannot describe), and a caller copies another way.
+    virtual std::string encode_tensor_map(const TensorMapRequest&, TensorMap& map) const = 0;
     // Waits for all work queued on the device, and reports a failed kernel.
     virtual void synchronize(int device) const = 0;
 };

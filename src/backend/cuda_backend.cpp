@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <stdexcept>
@@ -122,6 +123,8 @@ struct Driver {
     decltype(&cuEventSynchronize) event_synchronize = nullptr;
     decltype(&cuEventElapsedTime) event_elapsed = nullptr;
     decltype(&cuCtxSynchronize) synchronize = nullptr;
+    // Drivers before CUDA 12 lack it; tensor maps are then refused, and nothing else.
+    decltype(&cuTensorMapEncodeTiled) encode_tiled = nullptr;
     std::string error;
 
     Driver() {
@@ -151,6 +154,7 @@ struct Driver {
             error = "CUDA driver at " + library.path() + " lacks an expected symbol";
             return;
         }
+        library.bind(encode_tiled, "cuTensorMapEncodeTiled");  // optional: null where missing
         if (CUresult status = init(0); status != CUDA_SUCCESS) {
             error = "cuInit failed: " + describe(status);
             return;
@@ -445,6 +449,27 @@ public:
     void fill(int device, void* destination, unsigned char byte, std::size_t bytes) const override {
         driver().make_current(device);
         driver().check(driver().memset(reinterpret_cast<CUdeviceptr>(destination), byte, bytes), "cuMemsetD8");
+    }
+
+    std::string encode_tensor_map(const TensorMapRequest& request, TensorMap& map) const override {
+        static_assert(sizeof(CUtensorMap) == sizeof(TensorMap));
+        const Driver& api = driver();
+        if (!api.error.empty()) return api.error;
+        if (!api.encode_tiled) return "the CUDA driver has no cuTensorMapEncodeTiled";
+        const cuuint64_t extents[4] = {request.extents[0], request.extents[1], request.extents[2],
+                                       request.extents[3]};
+        const cuuint64_t strides[3] = {request.stride_bytes[0], request.stride_bytes[1], request.stride_bytes[2]};
+        const cuuint32_t box[4] = {request.box[0], request.box[1], 1, 1};
+        const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+        CUtensorMap encoded;
+        // 16-bit elements as raw bits: a copy needs no arithmetic type, and zeros fill the same.
+        const CUresult status = api.encode_tiled(
+            &encoded, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, const_cast<void*>(request.base), extents, strides, box,
+            element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (status != CUDA_SUCCESS) return "cuTensorMapEncodeTiled: " + api.describe(status);
+        std::memcpy(map.data(), &encoded, sizeof encoded);
+        return {};
     }
 
     std::unique_ptr<DeviceEvent> create_event(int device) const override {

@@ -390,6 +390,10 @@ public:
         return std::make_unique<HipEvent>(device, event);
     }
 
+    std::string encode_tensor_map(const TensorMapRequest&, TensorMap&) const override {
+        return "HIP has no tensor maps";
+    }
+
     void synchronize(int device) const override {
         hip().check(hip().set_device(device), "hipSetDevice");
         hip().check(hip().synchronize(), "hipDeviceSynchronize");

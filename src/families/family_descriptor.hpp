@@ -74,6 +74,9 @@ struct FamilyDescriptor {
     // the count (FAJIT_DECODE_SPLITS); 0 lets the shape and the compute units decide.
     SplitPlan (*plan_splits)(const KernelSpec&, const AttentionArgs&, int compute_units,
                              int requested_splits) = nullptr;
+    // Whether the kernel copies dense calls' Q, K and V through tensor maps (TMA) when the
+    // launch fills them (runtime/tensor_maps.hpp), and with its own copies otherwise.
+    bool reads_tensor_maps = false;
 };
 
 }  // namespace fajit

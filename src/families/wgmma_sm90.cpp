@@ -101,6 +101,7 @@ extern const FamilyDescriptor wgmma_sm90_family = {
     .shared_layout = shared_layout,
     .shared_limit = nvidia_shared_limit,
     .launch_shape = persistent_launch,
+    .reads_tensor_maps = true,
 };
 
 }  // namespace fajit

@@ -9,6 +9,11 @@
 
 namespace fajit {
 
+// A CUtensorMap's bytes (backend.hpp's TensorMap), as fa_tensor_map holds them.
+struct KernelTensorMap {
+    alignas(64) unsigned char bytes[128];
+};
+
 struct KernelArguments {
     const void* q;
     const void* k;
@@ -44,8 +49,12 @@ struct KernelArguments {
     int window_left;
     int window_right;
     float softcap;
+    // Tensor maps of Q, K and V for families that copy dense calls through them
+    // (runtime/tensor_maps.hpp); ready 0 when not filled.
+    int tensor_maps_ready;
+    KernelTensorMap tensor_maps[3];
 };
-static_assert(sizeof(KernelArguments) == 256, "KernelArguments layout changed: update fa_params in prelude.h too");
+static_assert(sizeof(KernelArguments) == 640, "KernelArguments layout changed: update fa_params in prelude.h too");
 
 // The split-KV workspace of a launch; empty for kernels that do not split.
 struct SplitWorkspace {

@@ -18,6 +18,7 @@
 #include "runtime/lru_map.hpp"
 #include "runtime/sequence_index_checks.hpp"
 #include "runtime/split_workspaces.hpp"
+#include "runtime/tensor_maps.hpp"
 #include "spec/shape_class.hpp"
 
 namespace fajit {
@@ -101,7 +102,9 @@ struct Runtime::State {
             const SplitPlan plan = family.plan_splits(spec, args, compute_units, options.decode_splits);
             workspace = split_workspaces.get(*running->backend, args.device, stream, plan);
         }
-        const KernelArguments arguments = make_kernel_arguments(args, workspace);
+        KernelArguments arguments = make_kernel_arguments(args, workspace);
+        if (family.reads_tensor_maps && options.tensor_maps)
+            fill_tensor_maps(spec, args, *running->backend, arguments);
         const LaunchShape shape = launch_shape(spec, args, compute_units, workspace.num_splits);
         if (auto error = kernel.launch(shape, &arguments, sizeof arguments, stream); !error.empty())
             throw Error(ErrorKind::launch_failed, "launching " + to_string(spec) + ": " + error);

@@ -66,7 +66,9 @@ const std::vector<Field> host_fields = {FAJIT_HOST_FIELD(q),
                                         FAJIT_HOST_FIELD(sinks),
                                         FAJIT_HOST_FIELD(window_left),
                                         FAJIT_HOST_FIELD(window_right),
-                                        FAJIT_HOST_FIELD(softcap)};
+                                        FAJIT_HOST_FIELD(softcap),
+                                        FAJIT_HOST_FIELD(tensor_maps_ready),
+                                        FAJIT_HOST_FIELD(tensor_maps)};
 
 std::size_t round_up(std::size_t value, std::size_t alignment) {
     return (value + alignment - 1) / alignment * alignment;

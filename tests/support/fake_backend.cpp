@@ -19,8 +19,12 @@ class FakeKernel : public LoadedKernel {
 public:
     explicit FakeKernel(std::shared_ptr<FakeBackendCounters> counters) : counters_(std::move(counters)) {}
     ~FakeKernel() override { counters_->unloads.fetch_add(1); }
-    std::string launch(const LaunchShape&, const void*, std::size_t, void*) override {
+    std::string launch(const LaunchShape&, const void* argument, std::size_t argument_bytes, void*) override {
         counters_->launches.fetch_add(1, std::memory_order_relaxed);
+        if (!counters_->record_arguments) return {};
+        const auto* bytes = static_cast<const std::byte*>(argument);
+        std::lock_guard lock(counters_->launch_mutex);
+        counters_->last_arguments.assign(bytes, bytes + argument_bytes);
         return {};
     }
 
@@ -101,6 +105,14 @@ public:
         std::memset(destination, byte, bytes);
     }
     std::unique_ptr<DeviceEvent> create_event(int) const override { return std::make_unique<FakeEvent>(); }
+    std::string encode_tensor_map(const TensorMapRequest& request, TensorMap& map) const override {
+        if (!config_.tensor_maps) return "the fake backend has no tensor maps";
+        static_assert(sizeof request <= sizeof map);
+        map = {};
+        std::memcpy(map.data(), &request, sizeof request);
+        counters_->tensor_maps.fetch_add(1);
+        return {};
+    }
     void synchronize(int) const override {}
 
 private:

@@ -3,7 +3,9 @@
 // remembering it and "launches" by counting. It runs the library's host path (argument
 // checks, selection, fallback, caches) where no device exists, for tests and benchmarks.
 #include <atomic>
+#include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,12 @@ struct FakeBackendCounters {
     std::atomic<int> loads{0};
     std::atomic<long long> launches{0};
     std::atomic<int> unloads{0};  // kernels destroyed
+    std::atomic<int> tensor_maps{0};  // maps encoded
+    // With record_arguments, the argument bytes of the latest launch (KernelArguments), for
+    // tests that read them; off, a launch only counts (the dispatch benchmark times it).
+    std::atomic<bool> record_arguments{false};
+    std::mutex launch_mutex;
+    std::vector<std::byte> last_arguments;
 };
 
 struct FakeBackendConfig {
@@ -26,6 +34,8 @@ struct FakeBackendConfig {
     std::vector<std::string> failing_compiles;
     std::vector<std::string> failing_loads;
     bool failing_releases = false;  // release frees the memory, then reports a failure
+    // Whether it encodes tensor maps; an encoded map holds the TensorMapRequest's bytes.
+    bool tensor_maps = true;
 };
 
 std::unique_ptr<Backend> make_fake_backend(FakeBackendConfig, std::shared_ptr<FakeBackendCounters>);
