@@ -193,7 +193,8 @@ FAJIT_DEVICE fa_wgmma_tile fa_wgmma_block_tile(const fa_params& p, int n) {
 // first K, V while the consumers finish the last steps of a tile and store it, so a
 // tile starts with no launch and with its first copies already under way.
 template <class Spec>
-__global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm90(const __grid_constant__ fa_params p) {
+__global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
+    fa_wgmma_sm90(const __grid_constant__ fa_params p) {
     using element = typename Spec::element;
     using layout = fa_wgmma_layout<Spec>;
     constexpr int block_q = Spec::block_q;
@@ -298,8 +299,8 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1) fa_wgmma_sm
                 const unsigned int with_q = step == 0 ? layout::q_bytes : 0u;
                 const unsigned int keys_landed = full(keys, fill);
                 wait_released(keys, fill);
-                fa_sm90_mbarrier_arrive_expecting(
-                    keys_landed, with_q + layout::k_bytes + (kv_barriers == 1 ? layout::v_bytes : 0u));
+                fa_sm90_mbarrier_arrive_expecting(keys_landed,
+                                                  with_q + layout::k_bytes + (kv_barriers == 1 ? layout::v_bytes : 0u));
                 if (step == 0)
                     copy_boxes(q_tile, p.tensor_maps[0], layout::staged_dim, block_q, tile.row0, tile.head, batch,
                                keys_landed);

@@ -265,12 +265,15 @@ public:
             if (status != CUDA_SUCCESS) return "cuFuncSetAttribute: " + api.describe(status);
             opted_in_bytes_.store(shape.shared_bytes, std::memory_order_relaxed);
         }
-        // Passing the argument struct as one buffer keeps the launch independent of its fields.
-        void* config[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(argument), CU_LAUNCH_PARAM_BUFFER_SIZE,
-                          &argument_bytes, CU_LAUNCH_PARAM_END};
+        // The kernel's one parameter, which the driver places where the kernel expects it.
+        // Not as a parameter buffer: that is copied to the start of the parameter space, and
+        // fa_params, 64-byte aligned for its tensor maps, starts 48 bytes in on sm_90a
+        // (the space begins at 0x210; the cubin's KPARAM_INFO gives offset 48).
+        (void)argument_bytes;  // the driver knows the parameter's size from the kernel
+        void* parameters[] = {const_cast<void*>(argument)};
         CUresult status =
             api.launch(function_, shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0], shape.block[1],
-                       shape.block[2], shape.shared_bytes, static_cast<CUstream>(stream), nullptr, config);
+                       shape.block[2], shape.shared_bytes, static_cast<CUstream>(stream), parameters, nullptr);
         return status == CUDA_SUCCESS ? std::string{} : "cuLaunchKernel: " + api.describe(status);
     }
 
@@ -456,17 +459,16 @@ public:
         const Driver& api = driver();
         if (!api.error.empty()) return api.error;
         if (!api.encode_tiled) return "the CUDA driver has no cuTensorMapEncodeTiled";
-        const cuuint64_t extents[4] = {request.extents[0], request.extents[1], request.extents[2],
-                                       request.extents[3]};
+        const cuuint64_t extents[4] = {request.extents[0], request.extents[1], request.extents[2], request.extents[3]};
         const cuuint64_t strides[3] = {request.stride_bytes[0], request.stride_bytes[1], request.stride_bytes[2]};
         const cuuint32_t box[4] = {request.box[0], request.box[1], 1, 1};
         const cuuint32_t element_strides[4] = {1, 1, 1, 1};
         CUtensorMap encoded;
         // 16-bit elements as raw bits: a copy needs no arithmetic type, and zeros fill the same.
-        const CUresult status = api.encode_tiled(
-            &encoded, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, const_cast<void*>(request.base), extents, strides, box,
-            element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        const CUresult status =
+            api.encode_tiled(&encoded, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, const_cast<void*>(request.base), extents,
+                             strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
         if (status != CUDA_SUCCESS) return "cuTensorMapEncodeTiled: " + api.describe(status);
         std::memcpy(map.data(), &encoded, sizeof encoded);
         return {};

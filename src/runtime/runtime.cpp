@@ -103,8 +103,7 @@ struct Runtime::State {
             workspace = split_workspaces.get(*running->backend, args.device, stream, plan);
         }
         KernelArguments arguments = make_kernel_arguments(args, workspace);
-        if (family.reads_tensor_maps && options.tensor_maps)
-            fill_tensor_maps(spec, args, *running->backend, arguments);
+        if (family.reads_tensor_maps && options.tensor_maps) fill_tensor_maps(spec, args, *running->backend, arguments);
         const LaunchShape shape = launch_shape(spec, args, compute_units, workspace.num_splits);
         if (auto error = kernel.launch(shape, &arguments, sizeof arguments, stream); !error.empty())
             throw Error(ErrorKind::launch_failed, "launching " + to_string(spec) + ": " + error);

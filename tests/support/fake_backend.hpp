@@ -17,7 +17,7 @@ struct FakeBackendCounters {
     std::atomic<int> compiles{0};
     std::atomic<int> loads{0};
     std::atomic<long long> launches{0};
-    std::atomic<int> unloads{0};  // kernels destroyed
+    std::atomic<int> unloads{0};      // kernels destroyed
     std::atomic<int> tensor_maps{0};  // maps encoded
     // With record_arguments, the argument bytes of the latest launch (KernelArguments), for
     // tests that read them; off, a launch only counts (the dispatch benchmark times it).
