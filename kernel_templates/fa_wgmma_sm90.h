@@ -192,6 +192,31 @@ FAJIT_DEVICE fa_wgmma_tile fa_wgmma_block_tile(const fa_params& p, int n) {
 // and each block walks its query tiles in turn. The producer fills the next tile's Q and
 // first K, V while the consumers finish the last steps of a tile and store it, so a
 // tile starts with no launch and with its first copies already under way.
+// The producer's walk over its block's tiles and their key steps, counting fills:
+// `tile_begins(tile, kv_head)` once the tile's Q may be overwritten (the consumers passed
+// q_empty for the previous tile), then `step_copies(tile, kv_head, step, key0, fill)` for
+// each of its key blocks (`key_blocks(tile)`).
+template <class Spec, class KeyBlocks, class TileBegins, class StepCopies>
+FAJIT_DEVICE void fa_wgmma_walk_fills(const fa_params& p, unsigned int q_empty, const KeyBlocks& key_blocks,
+                                      const TileBegins& tile_begins, const StepCopies& step_copies) {
+    int fill = 0;
+    int q_fills = 0;
+#pragma unroll 1
+    for (int n = 0;; ++n) {
+        const fa_wgmma_tile tile = fa_wgmma_block_tile<Spec>(p, n);
+        if (!tile.valid) break;
+        const fa_key_blocks blocks = key_blocks(tile);
+        if (blocks.count == 0) continue;
+        const int kv_head = tile.head / (p.heads_q / p.heads_kv);
+        if (q_fills > 0) fa_sm90_mbarrier_wait(q_empty, (q_fills - 1) % 2);
+        ++q_fills;
+        tile_begins(tile, kv_head);
+#pragma unroll 1
+        for (int step = 0; step < blocks.count; ++step, ++fill)
+            step_copies(tile, kv_head, step, (blocks.first + step) * Spec::block_k, fill);
+    }
+}
+
 template <class Spec>
 __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
     fa_wgmma_sm90(const __grid_constant__ fa_params p) {
@@ -268,34 +293,25 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
         return fa_key_blocks_of<Spec>(p, tile.row0, min(block_q, len_q - tile.row0), len_q, len_k, block_k);
     };
 
-    // The producer's one thread with tensor maps: per tile, Q with step 0's K (and V),
-    // then each step's K and V, every fill's bytes announced to its full barrier first.
-    // A box is 64 head dims wide (the swizzle's row), so a tile takes one per 64.
+    // A stage is refilled only after this.
+    const auto wait_released = [&](int tensor, int fill) {
+        if (fill >= stages) fa_sm90_mbarrier_wait(empty(tensor, fill), (fill / stages - 1) % 2);
+    };
+
+    // The producer's one thread with tensor maps: Q with a tile's first K (and V), every
+    // fill's bytes announced to its full barrier first. A box is 64 head dims wide (the
+    // swizzle's row), so a tile takes one per 64.
     const auto copy_by_tensor_maps = [&] {
-        const auto wait_released = [&](int tensor, int fill) {
-            if (fill >= stages) fa_sm90_mbarrier_wait(empty(tensor, fill), (fill / stages - 1) % 2);
-        };
         const auto copy_boxes = [&](unsigned int target, const fa_tensor_map& map, int columns, int rows, int row0,
                                     int head, int batch, unsigned int landed) {
 #pragma unroll
             for (int c = 0; c < columns / 64; ++c)
                 fa_sm90_tensor_copy(target + c * rows * 128u, map, 64 * c, row0, head, batch, landed);
         };
-        int fill = 0;
-        int q_fills = 0;
-#pragma unroll 1
-        for (int n = 0;; ++n) {
-            const fa_wgmma_tile tile = fa_wgmma_block_tile<Spec>(p, n);
-            if (!tile.valid) break;
-            const fa_key_blocks blocks = key_blocks(tile);
-            if (blocks.count == 0) continue;
-            const int batch = tile.sequence.index;
-            const int kv_head = tile.head / (p.heads_q / p.heads_kv);
-            if (q_fills > 0) fa_sm90_mbarrier_wait(q_empty, (q_fills - 1) % 2);
-            ++q_fills;
-#pragma unroll 1
-            for (int step = 0; step < blocks.count; ++step, ++fill) {
-                const int key0 = (blocks.first + step) * block_k;
+        fa_wgmma_walk_fills<Spec>(
+            p, q_empty, key_blocks, [](const fa_wgmma_tile&, int) {},
+            [&](const fa_wgmma_tile& tile, int kv_head, int step, int key0, int fill) {
+                const int batch = tile.sequence.index;
                 const unsigned int with_q = step == 0 ? layout::q_bytes : 0u;
                 const unsigned int keys_landed = full(keys, fill);
                 wait_released(keys, fill);
@@ -312,8 +328,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
                 }
                 copy_boxes(v_tile(fill % stages), p.tensor_maps[2], layout::staged_value_dim, block_k, key0, kv_head,
                            batch, full(values, fill));
-            }
-        }
+            });
     };
 
     if (group == groups) {
@@ -334,71 +349,60 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
             else
                 fa_sm90_mbarrier_arrive(full(tensor, fill));
         };
-        const auto wait_released = [&](int tensor, int fill) {
-            if (fill >= stages) fa_sm90_mbarrier_wait(empty(tensor, fill), (fill / stages - 1) % 2);
-        };
-        int fill = 0;
-        int q_fills = 0;
-#pragma unroll 1
-        for (int n = 0;; ++n) {
-            const fa_wgmma_tile tile = fa_wgmma_block_tile<Spec>(p, n);
-            if (!tile.valid) break;
-            const fa_key_blocks blocks = key_blocks(tile);
-            const int steps = blocks.count;
-            if (steps == 0) continue;
+        // A tile's rows: Q from its first row, K and V from the sequence's first key.
+        const element* k = nullptr;
+        const element* v = nullptr;
+        const auto tile_begins = [&](const fa_wgmma_tile& tile, int kv_head) {
             const fa_sequence& sequence = tile.sequence;
-            const int kv_head = tile.head / (p.heads_q / p.heads_kv);
             const element* q =
                 static_cast<const element*>(p.q) + fa_row_offset(p.q_stride, sequence, tile.head, tile.row0);
-            const element* k = fa_key_rows_start<Spec, element>(p, p.k, p.k_stride, sequence, kv_head);
-            const element* v = fa_key_rows_start<Spec, element>(p, p.v, p.v_stride, sequence, kv_head);
-            if (q_fills > 0) fa_sm90_mbarrier_wait(q_empty, (q_fills - 1) % 2);
-            ++q_fills;
+            k = fa_key_rows_start<Spec, element>(p, p.k, p.k_stride, sequence, kv_head);
+            v = fa_key_rows_start<Spec, element>(p, p.v, p.v_stride, sequence, kv_head);
             fa_wgmma_load_rows<Spec, head_dim, block_q, 1>(thread, {q_tile},
                                                            fa_nv_strided_rows<element, 1>{{q}, {p.q_stride[2]}},
                                                            sequence.len_q - tile.row0, aligned);
-#pragma unroll 1
-            for (int step = 0; step < steps; ++step, ++fill) {
-                const int key0 = (blocks.first + step) * block_k;
-                const int valid_keys = sequence.len_k - key0;
-                const auto load_keys = [&] {
-                    fa_wgmma_load_rows<Spec, head_dim, block_k, 1>(
-                        thread, {k_tile(fill % stages)},
-                        fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {k}, {p.k_stride}), valid_keys,
-                        aligned);
-                };
-                const auto load_values = [&] {
-                    fa_wgmma_load_rows<Spec, value_dim, block_k, 1>(
-                        thread, {v_tile(fill % stages)},
-                        fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {v}, {p.v_stride}), valid_keys,
-                        aligned);
-                };
-                // One pass over a step's rows copies K and V when they share barriers and a
-                // row width; the separate passes K and V need otherwise measured slower at
-                // d=128 (301 / 385 / 400 TFLOP/s against 337 / 452 / 462 at Lk 2K / 8K / 16K).
-                if constexpr (kv_barriers == 1) {
-                    wait_released(keys, fill);
-                    if constexpr (value_dim == head_dim) {
-                        fa_wgmma_load_rows<Spec, head_dim, block_k, 2>(
-                            thread, {k_tile(fill % stages), v_tile(fill % stages)},
-                            fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v},
-                                                                 {p.k_stride, p.v_stride}),
-                            valid_keys, aligned);
-                    } else {
-                        load_keys();
-                        load_values();
-                    }
-                    arrive_loaded(keys, fill);
+        };
+        const auto step_copies = [&](const fa_wgmma_tile& tile, int kv_head, int, int key0, int fill) {
+            const fa_sequence& sequence = tile.sequence;
+            const int valid_keys = sequence.len_k - key0;
+            const auto load_keys = [&] {
+                fa_wgmma_load_rows<Spec, head_dim, block_k, 1>(
+                    thread, {k_tile(fill % stages)},
+                    fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {k}, {p.k_stride}), valid_keys,
+                    aligned);
+            };
+            const auto load_values = [&] {
+                fa_wgmma_load_rows<Spec, value_dim, block_k, 1>(
+                    thread, {v_tile(fill % stages)},
+                    fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {v}, {p.v_stride}), valid_keys,
+                    aligned);
+            };
+            // One pass over a step's rows copies K and V when they share barriers and a
+            // row width; the separate passes K and V need otherwise measured slower at
+            // d=128 (301 / 385 / 400 TFLOP/s against 337 / 452 / 462 at Lk 2K / 8K / 16K).
+            if constexpr (kv_barriers == 1) {
+                wait_released(keys, fill);
+                if constexpr (value_dim == head_dim) {
+                    fa_wgmma_load_rows<Spec, head_dim, block_k, 2>(
+                        thread, {k_tile(fill % stages), v_tile(fill % stages)},
+                        fa_nv_key_block_of<Spec, block_k, 2>(p, sequence, kv_head, key0, {k, v},
+                                                             {p.k_stride, p.v_stride}),
+                        valid_keys, aligned);
                 } else {
-                    wait_released(keys, fill);
                     load_keys();
-                    arrive_loaded(keys, fill);
-                    wait_released(values, fill);
                     load_values();
-                    arrive_loaded(values, fill);
                 }
+                arrive_loaded(keys, fill);
+            } else {
+                wait_released(keys, fill);
+                load_keys();
+                arrive_loaded(keys, fill);
+                wait_released(values, fill);
+                load_values();
+                arrive_loaded(values, fill);
             }
-        }
+        };
+        fa_wgmma_walk_fills<Spec>(p, q_empty, key_blocks, tile_begins, step_copies);
         fa_nv_cp_async_wait<0>();  // no copy may still target shared memory at exit
         return;
     }

@@ -18,6 +18,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fajit  # noqa: E402
+from bench_features import bench  # noqa: E402
 
 SHAPES = [  # dtype, d, lq, lk, causal, heads_q, heads_kv
     ("bf16", 128, 2048, 2048, "bottom-right", 32, 8), ("bf16", 128, 2048, 8192, "bottom-right", 32, 8),
@@ -27,19 +28,6 @@ SHAPES = [  # dtype, d, lq, lk, causal, heads_q, heads_kv
     ("bf16", 80, 2048, 8192, "bottom-right", 32, 8), ("f16", 96, 2048, 8192, "bottom-right", 32, 8),
     ("bf16", 128, 128, 256, "bottom-right", 32, 8),
 ]
-
-
-def bench(call, reps):
-    for _ in range(3):
-        call()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        call()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / reps
 
 
 def visible_pairs(len_q, len_k, causal):
