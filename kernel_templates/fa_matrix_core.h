@@ -305,8 +305,8 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_TILE_WAVE) fa_matrix_core(f
 #pragma unroll
             for (int i = 0; i < fa_tile_c_elements; ++i)
                 if (16 * t + fa_tile_c_row(i) < value_dim)  // not a padding dim
-                    o_row[16 * t + fa_tile_c_row(i)] =
-                        static_cast<unsigned short>(fa_float_to_bits<element>(out[t].x[i] * inverse));
+                    o_row[16 * t + fa_tile_c_row(i)] = static_cast<unsigned short>(
+                        fa_float_to_bits<typename Spec::out_element>(out[t].x[i] * inverse));
         if (p.lse && row_leader) p.lse[fa_lse_index<Spec>(p, sequence, head, row)] = lse;
     }
 }

@@ -71,16 +71,22 @@ struct fa_params {
     // Model features, each read only by kernels specialized on it (Spec::window,
     // Spec::softcap, Spec::sinks); see the masking and scores parts below.
     const float* sinks;  // [heads_q] natural-log logits that join each row's denominator
-    int window_left;     // keys a row sees before its diagonal key; -1: unbounded
-    int window_right;    // and after it; -1: unbounded
-    float softcap;       // c of s <- c tanh(s / c), applied to the scaled scores
+    // e4m3 inputs' dequantization factors, null for 1: KV head h's at h % descale_heads
+    // (see fa_descale_of).
+    const float* q_descale;
+    const float* k_descale;
+    const float* v_descale;
+    int window_left;    // keys a row sees before its diagonal key; -1: unbounded
+    int window_right;   // and after it; -1: unbounded
+    float softcap;      // c of s <- c tanh(s / c), applied to the scaled scores
+    int descale_heads;  // 1 or heads_kv
     // Hopper's tensor maps of Q, K and V [batch, heads, rows, head dim], through which
     // wgmma-sm90 copies dense calls (TMA). The host fills them, and sets ready to 1,
     // for families that read them and tensors TMA can address; else 0 and unread.
     int tensor_maps_ready;
     fa_tensor_map tensor_maps[3];
 };
-static_assert(sizeof(fa_params) == 640, "fa_params layout changed: update kernel_arguments.hpp too");
+static_assert(sizeof(fa_params) == 704, "fa_params layout changed: update kernel_arguments.hpp too");
 
 // ---- element types: 16-bit floats are raw bits so no toolkit header is needed --
 struct fa_f16 {
@@ -89,9 +95,21 @@ struct fa_f16 {
 struct fa_bf16 {
     unsigned short bits;
 };
+// OCP FP8 E4M3 ("e4m3fn"): exponent bias 7, no infinities, S.1111.111 the one NaN,
+// 448 the largest finite value. Inputs only (q, k, v); O is f16 or bf16.
+struct fa_e4m3 {
+    unsigned char bits;
+};
 
 FAJIT_DEVICE float fa_to_float(float x) { return x; }
 FAJIT_DEVICE float fa_to_float(fa_bf16 x) { return __uint_as_float(static_cast<unsigned int>(x.bits) << 16); }
+FAJIT_DEVICE float fa_to_float(fa_e4m3 x) {
+    const unsigned int exponent = (x.bits >> 3) & 15u, mantissa = x.bits & 7u;
+    if ((x.bits & 0x7fu) == 0x7fu) return __uint_as_float(0x7fc00000u);
+    const float magnitude = exponent == 0 ? static_cast<float>(mantissa) * (1.0f / 512.0f)  // subnormal: m/8 * 2^-6
+                                          : __uint_as_float((exponent + 120u) << 23 | mantissa << 20);
+    return x.bits & 0x80u ? -magnitude : magnitude;
+}
 FAJIT_DEVICE float fa_to_float(fa_f16 x) {
 #if FAJIT_AMD
     return static_cast<float>(__builtin_bit_cast(_Float16, x.bits));
@@ -459,6 +477,22 @@ template <class A>
 struct fa_same_type<A, A> {
     static constexpr bool value = true;
 };
+
+// e4m3 inputs' dequantization for KV head kv_head: the call computes with q, k and v
+// times their factors, so scores take q's times k's and O takes v's. Other dtypes have
+// none, and read nothing.
+struct fa_descale {
+    float scores;
+    float values;
+};
+template <class Spec>
+FAJIT_DEVICE fa_descale fa_descale_of(const fa_params& p, int kv_head) {
+    if constexpr (!fa_same_type<typename Spec::element, fa_e4m3>::value) return {1.0f, 1.0f};
+    const int index = kv_head % p.descale_heads;
+    const float q = p.q_descale ? p.q_descale[index] : 1.0f;
+    const float k = p.k_descale ? p.k_descale[index] : 1.0f;
+    return {q * k, p.v_descale ? p.v_descale[index] : 1.0f};
+}
 
 // 16 bytes moved as one 128-bit load or store.
 struct alignas(16) fa_u32x4 {

@@ -279,7 +279,7 @@ FAJIT_DEVICE void fa_m16n8_pack(const float (&p)[4 * key_tiles], unsigned int (&
 template <class Spec, int dim_tiles>
 FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, const fa_sequence& sequence, int head, int row,
                                  const float (&out)[4 * dim_tiles], const float (&frame)[2], const float (&sum)[2]) {
-    using T = typename Spec::element;
+    using T = typename Spec::out_element;
     const int t = static_cast<int>(threadIdx.x) % 4;
     T* o = static_cast<T*>(p.o) + fa_row_offset(p.o_stride, sequence, head, 0);
     const bool aligned = fa_nv_aligned16(p.o, p.o_stride);

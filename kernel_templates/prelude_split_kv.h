@@ -54,14 +54,14 @@ FAJIT_DEVICE int fa_packed_query_row(int group, int r) { return r / group; }
 template <class Spec, int dims_per_lane>
 FAJIT_DEVICE void fa_split_store_row(const fa_params& p, const fa_sequence& sequence, int head, int row,
                                      const float (&out)[dims_per_lane], float frame, float sum) {
-    using element = typename Spec::element;
+    using out_element = typename Spec::out_element;
     const int lane = fa_lane();
     float lse;
     const float inverse = fa_row_normalizer<Spec>(p, head, frame, sum, lse);
-    element* output_row = static_cast<element*>(p.o) + fa_row_offset(p.o_stride, sequence, head, row);
+    out_element* output_row = static_cast<out_element*>(p.o) + fa_row_offset(p.o_stride, sequence, head, row);
     for (int c = 0; c < dims_per_lane; ++c) {
         const int d = lane + c * FAJIT_WAVE_SIZE;
-        if (d < Spec::head_dim_v) output_row[d] = fa_from_float<element>(out[c] * inverse);
+        if (d < Spec::head_dim_v) output_row[d] = fa_from_float<out_element>(out[c] * inverse);
     }
     if (p.lse && lane == 0) p.lse[fa_lse_index<Spec>(p, sequence, head, row)] = lse;
 }

@@ -54,6 +54,17 @@ struct SlidingWindow {
     int right = -1;
 };
 
+// Dequantization factors of e4m3 inputs: the call computes with q, k and v times their
+// factor. Each is a device pointer to f32 factors, one per KV head (heads = heads_kv;
+// q's factor for a query head is its KV head's, as FlashAttention-3 has it) or one for
+// the whole tensor (heads = 1); null for a factor of 1. heads is 0 when all three are null.
+struct Descale {
+    const float* q = nullptr;
+    const float* k = nullptr;
+    const float* v = nullptr;
+    int heads = 0;
+};
+
 struct AttentionArgs {
     // With kv_layout ragged or paged, q and o are packed [total_q, heads_q, head_dim] (their
     // strides' batch member is ignored), len_q is the longest sequence's query rows and
@@ -67,8 +78,9 @@ struct AttentionArgs {
     // Optional contiguous f32 natural-log sum-exp: [batch, heads_q, len_q], or for the
     // batched layouts [heads_q, total_q] (FlashAttention's varlen form).
     float* lse = nullptr;
-    LseShape lse_shape;        // with lse: {batch, heads_q, len_q}, or {1, heads_q, total_q}; without: all zero
-    DType dtype = DType::f16;  // of q, k, v and o
+    LseShape lse_shape;            // with lse: {batch, heads_q, len_q}, or {1, heads_q, total_q}; without: all zero
+    DType dtype = DType::f16;      // of q, k, v and o
+    std::optional<DType> o_dtype;  // of o where it differs: f16 or bf16 with e4m3 inputs, else none
     int batch = 0;
     int heads_q = 0;
     int heads_kv = 0;  // heads_q must be a multiple (grouped-query attention)
@@ -86,7 +98,8 @@ struct AttentionArgs {
     // h's exp(sinks[h]) joins each of its rows' softmax denominators and weighs no value
     // (gpt-oss). LSE includes it. Null: none.
     const float* sinks = nullptr;
-    int device = 0;  // device ordinal within the backend that runs it
+    Descale descale;  // e4m3 inputs only
+    int device = 0;   // device ordinal within the backend that runs it
     // Tests only: a device buffer of 2 counters (frame moves, frames kept) that kernels
     // add to when compiled with Options::debug_counters.
     unsigned long long* debug_counters = nullptr;

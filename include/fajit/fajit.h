@@ -47,7 +47,8 @@ typedef enum fajit_status {
 enum {
     FAJIT_DTYPE_F16 = 0,  /* IEEE binary16 */
     FAJIT_DTYPE_BF16 = 1, /* bfloat16 */
-    FAJIT_DTYPE_F32 = 2   /* binary32; runs the scalar family only */
+    FAJIT_DTYPE_F32 = 2,  /* binary32; runs the scalar family only */
+    FAJIT_DTYPE_E4M3 = 3  /* OCP FP8 E4M3 (finite, max 448): q, k and v only; o is o_dtype */
 };
 
 /* How the call's sequences and their K/V are laid out (fajit_attention_args.kv_layout):
@@ -127,7 +128,7 @@ typedef struct fajit_attention_args {
     /* sizeof(fajit_attention_args) as the caller was compiled: catches a header/library
      * mismatch instead of reading past the caller's struct. */
     uint32_t struct_size;
-    int32_t dtype; /* FAJIT_DTYPE_* of q, k, v and o */
+    int32_t dtype; /* FAJIT_DTYPE_* of q, k, v and o (o: see o_dtype) */
     const void* q; /* device pointer, [batch, heads_q, len_q, head_dim] by q_strides */
     const void* k; /* device pointer, [batch, heads_kv, len_k, head_dim] by k_strides */
     const void* v; /* device pointer, [batch, heads_kv, len_k, head_dim] by v_strides */
@@ -180,6 +181,16 @@ typedef struct fajit_attention_args {
      * prefill: 192 for q and k, 128 for v and o); 16..256 in steps of 8, or 0 for head_dim.
      * v and o then have head_dim_v elements per row in the shapes above. */
     int32_t head_dim_v;
+    /* FP8 inputs (dtype FAJIT_DTYPE_E4M3); for every other dtype all 0 / NULL. */
+    int32_t o_dtype; /* FAJIT_DTYPE_F16 or FAJIT_DTYPE_BF16: the dtype of o */
+    /* Dequantization factors: the call computes with q, k and v times their factors. Device
+     * pointers to f32, one per KV head (descale_heads = heads_kv; a query head takes its KV
+     * head's q factor) or one per tensor (descale_heads = 1); NULL for a factor of 1, and
+     * descale_heads 0 when all three are NULL. */
+    const float* q_descale;
+    const float* k_descale;
+    const float* v_descale;
+    int32_t descale_heads;
 } fajit_attention_args;
 
 /* The library's version, e.g. "0.1.0". Never NULL. */

@@ -7,7 +7,9 @@
 
 namespace fajit {
 
-enum class DType { f16, bf16, f32 };
+// e4m3 is OCP FP8 E4M3 (finite, max 448): q, k and v only, with an f16 or bf16 output
+// (KernelSpec::out_dtype) and f32 descale factors per call (AttentionArgs::descale).
+enum class DType { f16, bf16, f32, e4m3 };
 enum class CausalMode { none, top_left, bottom_right };
 // How a call's sequences and their K/V are laid out (AttentionArgs::sequences):
 //   dense   one length for every sequence; q, k, v and o are [batch, heads, length, d] by strides
@@ -28,12 +30,13 @@ struct KernelSpec {
     // The kernel family by name, as spec text spells it; the library's family registry
     // lists them (fa-jit emit --help, or an error from parse_spec naming the choices).
     std::string family;
-    int head_dim = 128;  // of Q and K
-    int head_dim_v = 0;  // of V and O where it differs from head_dim (MLA's 192/128), else 0
-    DType dtype = DType::f16;
-    int block_q = 4;   // query rows per thread block
-    int block_k = 64;  // keys per block step; the rescale decision is made once per step
-    int waves = 4;     // waves (warps) per thread block
+    int head_dim = 128;              // of Q and K
+    int head_dim_v = 0;              // of V and O where it differs from head_dim (MLA's 192/128), else 0
+    DType dtype = DType::f16;        // of Q, K and V (and O unless out_dtype says otherwise)
+    std::optional<DType> out_dtype;  // of O where it differs from dtype: e4m3 inputs only
+    int block_q = 4;                 // query rows per thread block
+    int block_k = 64;                // keys per block step; the rescale decision is made once per step
+    int waves = 4;                   // waves (warps) per thread block
     float rescale_margin = 0.0f;
     CausalMode causal = CausalMode::none;
     KvLayout kv_layout = KvLayout::dense;
@@ -56,12 +59,19 @@ inline constexpr bool supported_head_dim(int head_dim) {
 // The head dim of V and O.
 inline int value_head_dim(const KernelSpec& spec) { return spec.head_dim_v ? spec.head_dim_v : spec.head_dim; }
 
+// The dtype of O.
+inline DType output_dtype(const KernelSpec& spec) { return spec.out_dtype.value_or(spec.dtype); }
+
+// Bytes of one element.
+inline constexpr int element_bytes(DType dtype) { return dtype == DType::f32 ? 4 : dtype == DType::e4m3 ? 1 : 2; }
+
 // The canonical text form, e.g.
 //   family=scalar,d=128,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=bottom-right,arch=gfx1151
 //   family=scalar,d=128,dtype=f16,bq=4,bk=64,waves=4,margin=10,causal=none,kv=paged,page=16,arch=sm_90a
 //   family=mma-sm80,d=256,dtype=bf16,bq=128,bk=64,waves=8,margin=10,causal=bottom-right,window=1,softcap=1,arch=sm_90a
 //   family=wgmma-sm90,d=192,dv=128,dtype=bf16,bq=128,bk=64,waves=8,margin=10,causal=bottom-right,arch=sm_90a
-// dv appears only where it differs from d, kv (and page) only for the batched layouts and
+//   family=scalar,d=128,dtype=e4m3,out=bf16,bq=4,bk=64,waves=4,margin=10,causal=none,arch=sm_90a
+// dv appears only where it differs from d, out only with e4m3, kv (and page) only for the batched layouts and
 // window, softcap and sinks only when on, so plain dense specs read as they always did. arch comes last so the
 // variable-length target name ends the line.
 std::string to_string(const KernelSpec&);

@@ -58,6 +58,10 @@ AttentionArgs to_attention_args(const fajit_attention_args* args) {
                                     std::to_string(args->window_right) + ": given, but use_window is 0");
     converted.softcap = args->softcap;
     converted.sinks = args->sinks;
+    // o_dtype's zero is f16, which is also what "unset" reads as: it is o's dtype only
+    // with e4m3 inputs, and check_arguments refuses it otherwise unless 0.
+    if (converted.dtype == DType::e4m3 || args->o_dtype != 0) converted.o_dtype = static_cast<DType>(args->o_dtype);
+    converted.descale = {args->q_descale, args->k_descale, args->v_descale, args->descale_heads};
     return converted;
 }
 

@@ -15,6 +15,8 @@ std::string_view element_type(DType dtype) {
             return "fa_bf16";
         case DType::f32:
             return "float";
+        case DType::e4m3:
+            return "fa_e4m3";
     }
     return "";
 }
@@ -58,6 +60,7 @@ std::string specialization(const KernelSpec& spec, const SharedLayout& layout) {
     std::string text;
     text += "struct fajit_spec {\n";
     text += "    using element = " + std::string(element_type(spec.dtype)) + ";\n";
+    text += "    using out_element = " + std::string(element_type(output_dtype(spec))) + ";  // of O\n";
     text += "    static constexpr int head_dim = " + std::to_string(spec.head_dim) + ";\n";
     text += "    static constexpr int head_dim_v = " + std::to_string(value_head_dim(spec)) + ";\n";
     text += "    static constexpr int block_q = " + std::to_string(spec.block_q) + ";\n";

@@ -4,8 +4,9 @@ namespace fajit {
 namespace {
 
 // Natural-log units: exp(10) = 22026 keeps unnormalized probabilities inside f16's range
-// while sparing most rescales.
-constexpr float default_rescale_margin = 10.0f;
+// while sparing most rescales. With e4m3 inputs the tensor-core families round P to e4m3,
+// whose largest finite value is 448, so exp(6) = 403 is the most it may reach.
+float default_rescale_margin(DType dtype) { return dtype == DType::e4m3 ? 6.0f : 10.0f; }
 
 KernelSpec pinned(KernelSpec spec, const TilePin& pin) {
     if (pin.block_q) spec.block_q = *pin.block_q;
@@ -25,13 +26,14 @@ KernelSpec variant_spec(const FamilyDescriptor& family, const ShapeClass& shape,
     spec.head_dim = shape.head_dim;
     spec.head_dim_v = shape.head_dim_v;
     spec.dtype = shape.dtype;
+    spec.out_dtype = shape.out_dtype;
     spec.causal = shape.causal;
     spec.kv_layout = shape.kv_layout;
     spec.page_size = shape.page_size;
     spec.window = shape.window;
     spec.softcap = shape.softcap;
     spec.sinks = shape.sinks;
-    spec.rescale_margin = default_rescale_margin;
+    spec.rescale_margin = default_rescale_margin(shape.dtype);
     const Tile tile = family.choose_tile(shape, arch);
     spec.block_q = tile.block_q;
     spec.block_k = tile.block_k;

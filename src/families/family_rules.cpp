@@ -17,6 +17,9 @@ std::string rounded_probability_margin_error(const KernelSpec& spec) {
     if (spec.dtype == DType::f16 && spec.rescale_margin > 11.0f)
         return field_error("margin", format_float(spec.rescale_margin),
                            "with dtype f16 the margin must be at most 11 so exp(margin) fits in f16");
+    if (spec.dtype == DType::e4m3 && spec.rescale_margin > 6.0f)
+        return field_error("margin", format_float(spec.rescale_margin),
+                           "with dtype e4m3 the margin must be at most 6 so exp(margin) fits in e4m3 (448)");
     return {};
 }
 

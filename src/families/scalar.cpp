@@ -9,7 +9,7 @@ namespace fajit {
 namespace {
 
 constexpr std::string_view prelude_parts[] = {"prelude_common.h"};
-constexpr DType dtypes[] = {DType::f16, DType::bf16, DType::f32};
+constexpr DType dtypes[] = {DType::f16, DType::bf16, DType::f32, DType::e4m3};
 constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::paged};
 
 std::string check(const KernelSpec& spec) {

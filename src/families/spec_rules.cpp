@@ -90,6 +90,13 @@ std::string validate(const KernelSpec& spec) {
         if (spec.head_dim_v == spec.head_dim)
             return field_error("dv", std::to_string(spec.head_dim_v), "equals d: leave dv out (0)");
     }
+    if (spec.dtype == DType::e4m3 &&
+        (!spec.out_dtype || (*spec.out_dtype != DType::f16 && *spec.out_dtype != DType::bf16)))
+        return field_error("out", spec.out_dtype ? std::string(to_string(*spec.out_dtype)) : "none",
+                           "dtype e4m3 needs out=f16 or out=bf16, the dtype of O");
+    if (spec.dtype != DType::e4m3 && spec.out_dtype)
+        return field_error("out", std::string(to_string(*spec.out_dtype)),
+                           "only dtype e4m3 takes an out dtype (O has the inputs' dtype)");
     if (std::find(family->dtypes.begin(), family->dtypes.end(), spec.dtype) == family->dtypes.end())
         return field_error("dtype", std::string(to_string(spec.dtype)),
                            "family " + name + " supports " + describe_dtypes(family->dtypes));
@@ -104,6 +111,7 @@ KernelSpec with_family_defaults(KernelSpec spec) {
     shape.softcap = spec.softcap;
     shape.sinks = spec.sinks;
     shape.head_dim_v = spec.head_dim_v;
+    shape.out_dtype = spec.out_dtype;
     return with_tile(spec, family_of(spec).choose_tile(shape, spec.arch));
 }
 

@@ -164,6 +164,39 @@ std::string check_lse(const AttentionArgs& args) {
     return {};
 }
 
+// The dtype of o and the descale factors: e4m3 inputs only.
+std::string check_fp8(const AttentionArgs& args) {
+    const Descale& descale = args.descale;
+    const std::pair<std::string_view, const float*> factors[] = {
+        {"q_descale", descale.q}, {"k_descale", descale.k}, {"v_descale", descale.v}};
+    if (args.dtype != DType::e4m3) {
+        if (args.o_dtype)
+            return field("o_dtype", std::string(to_string(*args.o_dtype)),
+                         "only e4m3 inputs take one (o has dtype " + std::string(to_string(args.dtype)) + ")");
+        for (const auto& [name, pointer] : factors)
+            if (pointer) return field(name, hex(pointer), "only e4m3 inputs take descale factors");
+        if (descale.heads != 0)
+            return field("descale_heads", std::to_string(descale.heads), "only e4m3 inputs take descale factors");
+        return {};
+    }
+    if (!args.o_dtype || (*args.o_dtype != DType::f16 && *args.o_dtype != DType::bf16))
+        return field("o_dtype", args.o_dtype ? std::to_string(static_cast<int>(*args.o_dtype)) : "none",
+                     "e4m3 inputs need an f16 or bf16 o");
+    bool any = false;
+    for (const auto& [name, pointer] : factors) {
+        if (reinterpret_cast<std::uintptr_t>(pointer) % alignof(float) != 0)
+            return field(name, hex(pointer), "must be aligned to its 4-byte f32 elements");
+        any = any || pointer;
+    }
+    if (!any && descale.heads != 0)
+        return field("descale_heads", std::to_string(descale.heads), "must be 0 when no descale factor is given");
+    if (any && descale.heads != 1 && descale.heads != args.heads_kv)
+        return field("descale_heads", std::to_string(descale.heads),
+                     "must be 1 (a factor per tensor) or heads_kv (" + std::to_string(args.heads_kv) +
+                         ", a factor per KV head)");
+    return {};
+}
+
 }  // namespace
 
 std::string check_arguments(const AttentionArgs& args) {
@@ -189,8 +222,9 @@ std::string check_arguments(const AttentionArgs& args) {
     if (args.head_dim_v != 0 && !supported_head_dim(args.head_dim_v))
         return field("head_dim_v", std::to_string(args.head_dim_v),
                      "supported head dims are 16..256 in steps of 8, or 0 for head_dim");
-    if (args.dtype != DType::f16 && args.dtype != DType::bf16 && args.dtype != DType::f32)
-        return field("dtype", std::to_string(static_cast<int>(args.dtype)), "expected f16, bf16 or f32");
+    if (args.dtype != DType::f16 && args.dtype != DType::bf16 && args.dtype != DType::f32 && args.dtype != DType::e4m3)
+        return field("dtype", std::to_string(static_cast<int>(args.dtype)), "expected f16, bf16, f32 or e4m3");
+    if (auto error = check_fp8(args); !error.empty()) return error;
     if (args.causal != CausalMode::none && args.causal != CausalMode::top_left &&
         args.causal != CausalMode::bottom_right)
         return field("causal", std::to_string(static_cast<int>(args.causal)),
@@ -211,12 +245,14 @@ std::string check_arguments(const AttentionArgs& args) {
     if (reinterpret_cast<std::uintptr_t>(args.sinks) % alignof(float) != 0)
         return field("sinks", hex(args.sinks), "must be aligned to its 4-byte f32 elements");
 
-    const std::size_t element_bytes = args.dtype == DType::f32 ? 4 : 2;
-    for (const auto& [name, pointer] : pointers)
-        if (reinterpret_cast<std::uintptr_t>(pointer) % element_bytes != 0)
+    for (const auto& [name, pointer] : pointers) {
+        const DType dtype = name == "o" ? args.o_dtype.value_or(args.dtype) : args.dtype;
+        const int bytes = element_bytes(dtype);
+        if (reinterpret_cast<std::uintptr_t>(pointer) % bytes != 0)
             return field(name, hex(pointer),
-                         "must be aligned to its " + std::to_string(element_bytes) + "-byte " +
-                             std::string(to_string(args.dtype)) + " elements");
+                         "must be aligned to its " + std::to_string(bytes) + "-byte " + std::string(to_string(dtype)) +
+                             " elements");
+    }
     if (auto error = check_lse(args); !error.empty()) return error;
 
     const Extents queries = query_extents(args), keys = key_extents(args);

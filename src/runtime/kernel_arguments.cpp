@@ -49,6 +49,10 @@ KernelArguments make_kernel_arguments(const AttentionArgs& args, const SplitWork
     kernel.window_left = args.window ? args.window->left : -1;
     kernel.window_right = args.window ? args.window->right : -1;
     kernel.softcap = args.softcap;
+    kernel.q_descale = args.descale.q;
+    kernel.k_descale = args.descale.k;
+    kernel.v_descale = args.descale.v;
+    kernel.descale_heads = args.descale.heads > 0 ? args.descale.heads : 1;
     return kernel;
 }
 

@@ -46,15 +46,21 @@ struct KernelArguments {
     int num_splits;  // 1 when the key range is not split
     // Model features (AttentionArgs): read only by kernels specialized on them.
     const float* sinks;
+    // e4m3 inputs' factors (AttentionArgs::descale); null for 1. A KV head's factor is at
+    // its index modulo descale_heads (1 or heads_kv).
+    const float* q_descale;
+    const float* k_descale;
+    const float* v_descale;
     int window_left;
     int window_right;
     float softcap;
+    int descale_heads;
     // Tensor maps of Q, K and V for families that copy dense calls through them
     // (runtime/tensor_maps.hpp); ready 0 when not filled.
     int tensor_maps_ready;
     KernelTensorMap tensor_maps[3];
 };
-static_assert(sizeof(KernelArguments) == 640, "KernelArguments layout changed: update fa_params in prelude.h too");
+static_assert(sizeof(KernelArguments) == 704, "KernelArguments layout changed: update fa_params in prelude.h too");
 
 // The split-KV workspace of a launch; empty for kernels that do not split.
 struct SplitWorkspace {

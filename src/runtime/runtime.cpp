@@ -290,9 +290,9 @@ void Runtime::attention(const AttentionArgs& args, void* stream) {
 void Runtime::run(const KernelSpec& spec, const AttentionArgs& args, void* stream) {
     if (auto error = check_arguments(args); !error.empty()) throw std::invalid_argument(error);
     if (spec.head_dim != args.head_dim || value_head_dim(spec) != value_head_dim(args) || spec.dtype != args.dtype ||
-        spec.causal != args.causal)
+        spec.out_dtype != args.o_dtype || spec.causal != args.causal)
         throw std::invalid_argument("spec " + to_string(spec) +
-                                    " does not match the arguments' head_dim, head_dim_v, dtype or causal");
+                                    " does not match the arguments' head_dim, head_dim_v, dtype, o_dtype or causal");
     if (spec.kv_layout != args.kv_layout ||
         (spec.kv_layout == KvLayout::paged && spec.page_size != args.sequences.page_size))
         throw std::invalid_argument("spec " + to_string(spec) + " does not match the arguments' kv_layout (" +

@@ -26,7 +26,7 @@ std::string_view name_of(const std::pair<Enum, std::string_view> (&table)[N], En
 }
 
 constexpr std::pair<DType, std::string_view> dtype_names[] = {
-    {DType::f16, "f16"}, {DType::bf16, "bf16"}, {DType::f32, "f32"}};
+    {DType::f16, "f16"}, {DType::bf16, "bf16"}, {DType::f32, "f32"}, {DType::e4m3, "e4m3"}};
 constexpr std::pair<CausalMode, std::string_view> causal_names[] = {
     {CausalMode::none, "none"}, {CausalMode::top_left, "top-left"}, {CausalMode::bottom_right, "bottom-right"}};
 constexpr std::pair<KvLayout, std::string_view> kv_layout_names[] = {
@@ -63,6 +63,7 @@ std::string to_string(const KernelSpec& spec) {
     text += ",d=" + std::to_string(spec.head_dim);
     if (spec.head_dim_v) text += ",dv=" + std::to_string(spec.head_dim_v);
     text += ",dtype=" + std::string(to_string(spec.dtype));
+    if (spec.out_dtype) text += ",out=" + std::string(to_string(*spec.out_dtype));
     text += ",bq=" + std::to_string(spec.block_q);
     text += ",bk=" + std::to_string(spec.block_k);
     text += ",waves=" + std::to_string(spec.waves);
@@ -95,9 +96,9 @@ SpecFields read_spec_fields(std::string_view text) {
         if (!inserted) return fail(it->first + ": given twice");
     }
     for (const auto& [name, value] : fields) {
-        static constexpr std::string_view known[] = {"family", "d",      "dv",      "dtype",  "bq",
-                                                     "bk",     "waves",  "margin",  "causal", "kv",
-                                                     "page",   "window", "softcap", "sinks",  "arch"};
+        static constexpr std::string_view known[] = {"family", "d",       "dv",     "dtype",  "out", "bq",
+                                                     "bk",     "waves",   "margin", "causal", "kv",  "page",
+                                                     "window", "softcap", "sinks",  "arch"};
         if (std::find(std::begin(known), std::end(known), name) == std::end(known))
             return fail(field_error(name, value, "unknown field"));
     }
@@ -116,8 +117,13 @@ SpecFields read_spec_fields(std::string_view text) {
         if (spec.head_dim_v == spec.head_dim) spec.head_dim_v = 0;
     }
     const auto dtype = parse_dtype(fields["dtype"]);
-    if (!dtype) return fail(field_error("dtype", fields["dtype"], "expected f16, bf16 or f32"));
+    if (!dtype) return fail(field_error("dtype", fields["dtype"], "expected f16, bf16, f32 or e4m3"));
     spec.dtype = *dtype;
+    if (auto it = fields.find("out"); it != fields.end()) {
+        const auto out = parse_dtype(it->second);
+        if (!out) return fail(field_error("out", it->second, "expected f16 or bf16"));
+        spec.out_dtype = *out;
+    }
     for (auto [name, target] : {std::pair<std::string_view, std::optional<int>*>{"bq", &result.tiles.block_q},
                                 {"bk", &result.tiles.block_k},
                                 {"waves", &result.tiles.waves}})

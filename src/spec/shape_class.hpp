@@ -3,6 +3,7 @@
 // plus a coarse class of the query length. Calls with the same class run the same kernel,
 // so the class (with the device) keys the runtime's lock-free function cache.
 #include <cstdint>
+#include <optional>
 
 #include "fajit/attention.hpp"
 
@@ -28,7 +29,8 @@ struct ShapeClass {
     bool window = false;
     bool softcap = false;
     bool sinks = false;
-    int head_dim_v = 0;  // of V and O where it differs from head_dim, else 0 (KernelSpec's field)
+    int head_dim_v = 0;              // of V and O where it differs from head_dim, else 0 (KernelSpec's field)
+    std::optional<DType> out_dtype;  // of O where it differs from dtype (KernelSpec's field)
 
     bool operator==(const ShapeClass&) const = default;
 };

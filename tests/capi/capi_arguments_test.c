@@ -129,6 +129,14 @@ MUTATION(softcap_negative, a->softcap = -1.0f)
 MUTATION(softcap_nan, a->softcap = NAN)
 MUTATION(sinks_misaligned, a->sinks = (const float*)(uintptr_t)0x900002)
 MUTATION(head_dim_v_unaligned, a->head_dim_v = 12)
+MUTATION(e4m3_with_f32_o, a->dtype = FAJIT_DTYPE_E4M3; a->o_dtype = FAJIT_DTYPE_F32)
+MUTATION(o_dtype_without_e4m3, a->o_dtype = FAJIT_DTYPE_BF16)
+MUTATION(descale_without_e4m3, a->q_descale = (const float*)(uintptr_t)0x900000; a->descale_heads = 1)
+MUTATION(descale_heads_mismatched, a->dtype = FAJIT_DTYPE_E4M3; a->k_descale = (const float*)(uintptr_t)0x900000;
+         a->descale_heads = 3)
+MUTATION(descale_misaligned, a->dtype = FAJIT_DTYPE_E4M3; a->v_descale = (const float*)(uintptr_t)0x900002;
+         a->descale_heads = 1)
+MUTATION(descale_heads_without_factors, a->dtype = FAJIT_DTYPE_E4M3; a->descale_heads = 1)
 MUTATION(struct_size_zero, a->struct_size = 0)
 MUTATION(struct_size_older, a->struct_size = sizeof(fajit_attention_args) - 8)
 
@@ -196,6 +204,12 @@ static const struct malformed_case cases[] = {
     {"NaN softcap", softcap_nan, "softcap=nan"},
     {"misaligned sinks", sinks_misaligned, "sinks=0x900002"},
     {"V head dim not a multiple of 8", head_dim_v_unaligned, "head_dim_v=12"},
+    {"e4m3 inputs with an f32 o", e4m3_with_f32_o, "o_dtype=2: e4m3 inputs need an f16 or bf16 o"},
+    {"o_dtype for f16 inputs", o_dtype_without_e4m3, "o_dtype=bf16: only e4m3 inputs take one"},
+    {"descale factors for f16 inputs", descale_without_e4m3, "q_descale=0x900000: only e4m3 inputs"},
+    {"descale heads neither 1 nor heads_kv", descale_heads_mismatched, "descale_heads=3: must be 1"},
+    {"misaligned descale factors", descale_misaligned, "v_descale=0x900002: must be aligned"},
+    {"descale heads without factors", descale_heads_without_factors, "descale_heads=1: must be 0"},
     {"struct_size zero", struct_size_zero, "struct_size=0"},
     {"struct_size of an older header", struct_size_older, "struct_size="},
 };

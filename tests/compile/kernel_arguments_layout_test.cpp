@@ -64,9 +64,13 @@ const std::vector<Field> host_fields = {FAJIT_HOST_FIELD(q),
                                         FAJIT_HOST_FIELD(num_pages),
                                         FAJIT_HOST_FIELD(num_splits),
                                         FAJIT_HOST_FIELD(sinks),
+                                        FAJIT_HOST_FIELD(q_descale),
+                                        FAJIT_HOST_FIELD(k_descale),
+                                        FAJIT_HOST_FIELD(v_descale),
                                         FAJIT_HOST_FIELD(window_left),
                                         FAJIT_HOST_FIELD(window_right),
                                         FAJIT_HOST_FIELD(softcap),
+                                        FAJIT_HOST_FIELD(descale_heads),
                                         FAJIT_HOST_FIELD(tensor_maps_ready),
                                         FAJIT_HOST_FIELD(tensor_maps)};
 

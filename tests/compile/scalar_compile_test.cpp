@@ -47,6 +47,7 @@ KernelSpec spec_for(const std::string& arch, int head_dim, DType dtype, CausalMo
     spec = with_family_defaults(spec);
     spec.head_dim = head_dim;
     spec.dtype = dtype;
+    if (dtype == DType::e4m3) spec.out_dtype = DType::bf16;
     spec.causal = causal;
     spec.rescale_margin = 10.0f;
     return spec;
@@ -58,7 +59,7 @@ TEST_CASE("HIPRTC builds AMDGPU code objects naming their full target") {
     for (const std::string arch : {"gfx1151", "gfx1100", "gfx942:sramecc+:xnack-", "gfx90a"}) {
         const Backend* backend = compiler_for(arch);
         if (!backend) continue;
-        for (DType dtype : {DType::f16, DType::bf16, DType::f32}) {
+        for (DType dtype : {DType::f16, DType::bf16, DType::f32, DType::e4m3}) {
             const auto result = compile_directly(spec_for(arch, 128, dtype, CausalMode::bottom_right), *backend);
             REQUIRE_MESSAGE(result.ok, arch, ": ", result.log);
             CHECK(elf_machine(result.code) == elf_machine_amdgpu);
@@ -73,7 +74,7 @@ TEST_CASE("NVRTC builds cubins for the requested SM") {
     for (const auto& [arch, sm] : {std::pair<std::string, unsigned>{"sm_80", 80}, {"sm_90a", 90}}) {
         const Backend* backend = compiler_for(arch);
         if (!backend) continue;
-        for (DType dtype : {DType::f16, DType::bf16, DType::f32}) {
+        for (DType dtype : {DType::f16, DType::bf16, DType::f32, DType::e4m3}) {
             const auto result = compile_directly(spec_for(arch, 128, dtype, CausalMode::bottom_right), *backend);
             REQUIRE_MESSAGE(result.ok, arch, ": ", result.log);
             CHECK(elf_machine(result.code) == elf_machine_cuda);

@@ -55,6 +55,52 @@ TEST_CASE("scalar kernel matches the f64 reference over dtype, causal, head dim,
     CHECK(failures == 0);
 }
 
+TEST_CASE("scalar kernel takes e4m3 inputs with f16 and bf16 outputs and descale factors") {
+    if (skip_without_device()) return;
+    // Factors per tensor and per KV head, some far from 1, so a factor applied to the
+    // wrong tensor or head shows.
+    const std::vector<float> none, per_tensor = {0.5f}, per_head = {2.0f, 0.25f};
+    const std::pair<int, int> lengths[] = {{1, 1}, {7, 129}, {129, 1000}, {1000, 129}};
+    int cases = 0, failures = 0;
+    double worst = 0.0;
+    std::uint64_t seed = 100;
+    for (DType out : {DType::f16, DType::bf16})
+        for (CausalMode causal : {CausalMode::none, CausalMode::bottom_right})
+            for (int head_dim : {64, 128, 256})
+                for (int descaled = 0; descaled < 3; ++descaled)
+                    for (auto [len_q, len_k] : lengths) {
+                        CaseShape shape;
+                        shape.heads_kv = 2;
+                        shape.heads_q = 8;
+                        shape.len_q = len_q;
+                        shape.len_k = len_k;
+                        shape.head_dim = head_dim;
+                        shape.dtype = DType::e4m3;
+                        shape.o_dtype = out;
+                        shape.causal = causal;
+                        shape.scale = 4.0f / std::sqrt(static_cast<float>(head_dim));
+                        const std::vector<float>& factors = descaled == 0   ? none
+                                                            : descaled == 1 ? per_tensor
+                                                                            : per_head;
+                        shape.q_descale = shape.k_descale = shape.v_descale = factors;
+                        if (descaled == 2) shape.k_descale = {0.5f, 3.0f};
+                        const CaseInputs inputs = random_inputs(shape, seed++);
+                        const KernelSpec spec = with_features(scalar_spec(shape, 6.0f), shape);
+                        const auto run = run_on_device(gpu_test_runtime(), spec, shape, inputs);
+                        const auto result = compare(shape, run.outputs, reference_attention(shape, inputs),
+                                                    output_tolerance(shape, inputs));
+                        ++cases;
+                        worst = std::max(worst, result.max_error);
+                        if (result.bad_elements) {
+                            ++failures;
+                            FAIL_CHECK(shape.describe()
+                                       << ": " << result.bad_elements << " bad, first " << result.first_bad);
+                        }
+                    }
+    std::printf("scalar e4m3 sweep: %d cases, %d failed; max abs error %.3g\n", cases, failures, worst);
+    CHECK(failures == 0);
+}
+
 TEST_CASE("scalar kernel moves its frame only past the margin on a rising score ramp") {
     if (skip_without_device()) return;
     Runtime counting(gpu_test_options(true));

@@ -22,8 +22,15 @@ float round_to(DType dtype, float value) {
             return from_bf16_bits(to_bf16_bits(value));
         case DType::f32:
             return value;
+        case DType::e4m3:
+            return from_e4m3_bits(to_e4m3_bits(value));
     }
     return value;
+}
+
+// A tensor's descale factor for KV head kv: 1 without factors.
+double factor(const std::vector<float>& factors, int kv) {
+    return factors.empty() ? 1.0 : factors[static_cast<std::size_t>(kv) % factors.size()];
 }
 
 std::size_t logical_index(int heads, int length, int head_dim, int b, int h, int s, int d) {
@@ -51,11 +58,11 @@ std::size_t storage_elements(const CaseShape& shape, int heads, int length, int 
                                     row_dim);
 }
 
-// Packs logical values into the layout's storage, encoded as the element type.
+// Packs logical values into the layout's storage, encoded as the inputs' element type.
 std::vector<unsigned char> pack(const CaseShape& shape, const std::vector<float>& values, int heads, int length,
                                 int row_dim) {
     const Strides s = strides_for(shape.layout, heads, length, row_dim);
-    const std::size_t bytes = element_bytes(shape.dtype);
+    const std::size_t bytes = static_cast<std::size_t>(element_bytes(shape.dtype));
     std::vector<unsigned char> storage(storage_elements(shape, heads, length, row_dim) * bytes, 0);
     for (int b = 0; b < shape.batch; ++b)
         for (int h = 0; h < heads; ++h)
@@ -68,8 +75,8 @@ std::vector<unsigned char> pack(const CaseShape& shape, const std::vector<float>
     return storage;
 }
 
-std::vector<double> unpack(const CaseShape& shape, const std::vector<unsigned char>& storage, int heads, int length,
-                           int row_dim) {
+std::vector<double> unpack(const CaseShape& shape, DType dtype, const std::vector<unsigned char>& storage, int heads,
+                           int length, int row_dim) {
     const Strides s = strides_for(shape.layout, heads, length, row_dim);
     std::vector<double> values(static_cast<std::size_t>(shape.batch) * heads * length * row_dim);
     for (int b = 0; b < shape.batch; ++b)
@@ -78,7 +85,7 @@ std::vector<double> unpack(const CaseShape& shape, const std::vector<unsigned ch
                 for (int d = 0; d < row_dim; ++d) {
                     const std::size_t offset = static_cast<std::size_t>(b * s.batch + h * s.head + t * s.sequence + d);
                     values[logical_index(heads, length, row_dim, b, h, t, d)] =
-                        load_element(shape.dtype, storage.data(), offset);
+                        load_element(dtype, storage.data(), offset);
                 }
     return values;
 }
@@ -91,11 +98,13 @@ double max_abs(const std::vector<float>& values) {
 
 }  // namespace
 
-std::size_t element_bytes(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
-
 void store_element(DType dtype, unsigned char* storage, std::size_t index, float value) {
     if (dtype == DType::f32) {
         std::memcpy(storage + index * 4, &value, 4);
+        return;
+    }
+    if (dtype == DType::e4m3) {
+        storage[index] = to_e4m3_bits(value);
         return;
     }
     const std::uint16_t bits = dtype == DType::f16 ? to_f16_bits(value) : to_bf16_bits(value);
@@ -108,6 +117,7 @@ double load_element(DType dtype, const unsigned char* storage, std::size_t index
         std::memcpy(&value, storage + index * 4, 4);
         return value;
     }
+    if (dtype == DType::e4m3) return from_e4m3_bits(storage[index]);
     std::uint16_t bits;
     std::memcpy(&bits, storage + index * 2, 2);
     return dtype == DType::f16 ? from_f16_bits(bits) : from_bf16_bits(bits);
@@ -121,6 +131,8 @@ double unit_roundoff(DType dtype) {
             return std::ldexp(1.0, -8);
         case DType::f32:
             return std::ldexp(1.0, -24);
+        case DType::e4m3:
+            return std::ldexp(1.0, -4);
     }
     return 0.0;
 }
@@ -130,6 +142,8 @@ std::string CaseShape::describe() const {
     return "B=" + std::to_string(batch) + " Hq=" + std::to_string(heads_q) + " Hkv=" + std::to_string(heads_kv) +
            " Lq=" + std::to_string(len_q) + " Lk=" + std::to_string(len_k) + " D=" + std::to_string(head_dim) +
            (head_dim_v ? " Dv=" + std::to_string(head_dim_v) : "") + " " + std::string(to_string(dtype)) +
+           (o_dtype ? "->" + std::string(to_string(*o_dtype)) : "") +
+           (q_descale.size() + k_descale.size() + v_descale.size() ? " descaled" : "") +
            " causal=" + std::string(to_string(causal)) + " " + layouts[static_cast<int>(layout)] +
            (with_lse ? " lse" : "") + describe_features(window, softcap, !sinks.empty());
 }
@@ -197,6 +211,7 @@ KernelSpec with_features(KernelSpec spec, const CaseShape& shape) {
     spec.softcap = shape.softcap > 0.0f;
     spec.sinks = !shape.sinks.empty();
     spec.head_dim_v = shape.head_dim_v;
+    spec.out_dtype = shape.o_dtype;
     return spec;
 }
 
@@ -227,7 +242,7 @@ Outputs reference_attention(const CaseShape& shape, const CaseInputs& inputs) {
                 double dot = 0.0;
                 for (int d = 0; d < shape.head_dim; ++d)
                     dot += static_cast<double>(inputs.q[q_row + d]) * inputs.k[key_row + d];
-                scores[j] = dot * shape.scale;
+                scores[j] = dot * shape.scale * factor(shape.q_descale, kv) * factor(shape.k_descale, kv);
                 if (shape.softcap > 0.0f) scores[j] = shape.softcap * std::tanh(scores[j] / shape.softcap);
                 largest = std::max(largest, scores[j]);
             }
@@ -238,7 +253,8 @@ Outputs reference_attention(const CaseShape& shape, const CaseInputs& inputs) {
                 const std::size_t value_row = logical_index(shape.heads_kv, shape.len_k, value_dim, b, kv, j, 0);
                 for (int d = 0; d < value_dim; ++d) out.o[out_row + d] += weight * inputs.v[value_row + d];
             }
-            for (int d = 0; d < value_dim; ++d) out.o[out_row + d] /= sum;
+            const double value_factor = factor(shape.v_descale, kv);
+            for (int d = 0; d < value_dim; ++d) out.o[out_row + d] *= value_factor / sum;
             out.lse[static_cast<std::size_t>(r)] = largest + std::log(sum);
         }
     };
@@ -255,8 +271,8 @@ DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShap
     const auto q = pack(shape, inputs.q, shape.heads_q, shape.len_q, shape.head_dim);
     const auto k = pack(shape, inputs.k, shape.heads_kv, shape.len_k, shape.head_dim);
     const auto v = pack(shape, inputs.v, shape.heads_kv, shape.len_k, value_dim);
-    const std::size_t o_bytes =
-        storage_elements(shape, shape.heads_q, shape.len_q, value_dim) * element_bytes(shape.dtype);
+    const std::size_t o_bytes = storage_elements(shape, shape.heads_q, shape.len_q, value_dim) *
+                                static_cast<std::size_t>(element_bytes(shape.output_dtype()));
     const std::size_t lse_count = static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q;
     DeviceBuffer q_device = device_buffer(q.size()), k_device = device_buffer(k.size()),
                  v_device = device_buffer(v.size()), o_device = device_buffer(o_bytes),
@@ -278,6 +294,7 @@ DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShap
     args.lse = shape.with_lse ? static_cast<float*>(lse_device.get()) : nullptr;
     if (shape.with_lse) args.lse_shape = {shape.batch, shape.heads_q, shape.len_q};
     args.dtype = shape.dtype;
+    args.o_dtype = shape.o_dtype;
     args.batch = shape.batch;
     args.heads_q = shape.heads_q;
     args.heads_kv = shape.heads_kv;
@@ -299,11 +316,29 @@ DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShap
         sinks_device.upload(shape.sinks);
         args.sinks = static_cast<const float*>(sinks_device.get());
     }
+    // Descale factors, each in a buffer of its own (left null when none).
+    const auto factor_bytes = [](const std::vector<float>& factors) {
+        return std::max<std::size_t>(1, factors.size()) * sizeof(float);
+    };
+    DeviceBuffer q_descale = device_buffer(factor_bytes(shape.q_descale)),
+                 k_descale = device_buffer(factor_bytes(shape.k_descale)),
+                 v_descale = device_buffer(factor_bytes(shape.v_descale));
+    const auto factors_of = [](const std::vector<float>& factors, DeviceBuffer& buffer) -> const float* {
+        if (factors.empty()) return nullptr;
+        buffer.upload(factors);
+        return static_cast<const float*>(buffer.get());
+    };
+    args.descale.q = factors_of(shape.q_descale, q_descale);
+    args.descale.k = factors_of(shape.k_descale, k_descale);
+    args.descale.v = factors_of(shape.v_descale, v_descale);
+    args.descale.heads =
+        static_cast<int>(std::max({shape.q_descale.size(), shape.k_descale.size(), shape.v_descale.size()}));
     runtime.run(spec, args, nullptr);
     synchronize_test_device();
 
     DeviceRun run;
-    run.outputs.o = unpack(shape, o_device.download<unsigned char>(), shape.heads_q, shape.len_q, value_dim);
+    run.outputs.o =
+        unpack(shape, shape.output_dtype(), o_device.download<unsigned char>(), shape.heads_q, shape.len_q, value_dim);
     if (shape.with_lse)
         for (float value : lse_device.download<float>()) run.outputs.lse.push_back(value);
     const auto counters = counters_device.download<unsigned long long>();
@@ -314,8 +349,8 @@ DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShap
 
 // Derivation. Inputs are exactly representable in the element type and the reference
 // uses those same values in f64, so input rounding cancels. What remains:
-//  - the output is rounded once to the element type: at most u * |o|, and |o| <= max|v|
-//    because every output row is a convex combination of value rows;
+//  - the output is rounded once to its element type: at most u * |o|, and |o| <= max|v|
+//    (times v's descale factor) because every output row is a convex combination of value rows;
 //  - f32 arithmetic: a score accumulates head_dim products (relative error about
 //    head_dim * u32), exp2f and the running sums add a few u32 each; the error of a
 //    convex combination is bounded by max|v| times the relative error of its weights;
@@ -327,7 +362,11 @@ double output_tolerance(const CaseShape& shape, const CaseInputs& inputs, double
     // A capped score moves by up to softcap_score_error: each weight by a factor within
     // e^(+-error), so the normalized ones by e^(+-2 error).
     const double capped = std::expm1(2.0 * softcap_score_error(shape));
-    return max_abs(inputs.v) * (unit_roundoff(shape.dtype) + arithmetic + extra_relative + capped) + 1e-7;
+    double value_factor = 1.0;
+    for (float f : shape.v_descale) value_factor = std::max(value_factor, static_cast<double>(std::fabs(f)));
+    return max_abs(inputs.v) * value_factor *
+               (unit_roundoff(shape.output_dtype()) + arithmetic + extra_relative + capped) +
+           1e-7;
 }
 
 double softcap_score_error(const CaseShape& shape) {

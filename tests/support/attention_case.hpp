@@ -30,9 +30,14 @@ struct CaseShape {
     std::optional<SlidingWindow> window;
     float softcap = 0.0f;
     std::vector<float> sinks;  // [heads_q] logits; empty: none
+    // e4m3 inputs: o's dtype, and the descale factors (AttentionArgs::descale), each
+    // empty (none), one factor or one per KV head.
+    std::optional<DType> o_dtype;
+    std::vector<float> q_descale, k_descale, v_descale;
 
     std::string describe() const;
     int value_dim() const { return head_dim_v ? head_dim_v : head_dim; }
+    DType output_dtype() const { return o_dtype.value_or(dtype); }
 };
 
 // Logical [batch, heads, length, head_dim] values (v: value_dim), each exactly representable in dtype.
@@ -62,8 +67,8 @@ std::pair<int, int> reference_visible_keys(const CaseShape&, int row, int len_q,
 // " window=L/R softcap=C sinks" for the features that are on.
 std::string describe_features(const std::optional<SlidingWindow>& window, float softcap, bool sinks);
 
-// The spec fields a shape's features and V head dim need (KernelSpec::window, softcap,
-// sinks, head_dim_v).
+// The spec fields a shape's features, V head dim and output dtype need (KernelSpec::window,
+// softcap, sinks, head_dim_v, out_dtype).
 KernelSpec with_features(KernelSpec, const CaseShape&);
 
 struct DeviceRun {
@@ -74,8 +79,7 @@ struct DeviceRun {
 // Poisons the outputs, runs spec through runtime and reads everything back.
 DeviceRun run_on_device(Runtime&, const KernelSpec&, const CaseShape&, const CaseInputs&, bool count = false);
 
-// Element storage of a dtype: bytes per element, and element `index` written or read.
-std::size_t element_bytes(DType);
+// Element storage of a dtype (fajit::element_bytes bytes each): element `index` written or read.
 void store_element(DType, unsigned char* storage, std::size_t index, float value);
 double load_element(DType, const unsigned char* storage, std::size_t index);
 

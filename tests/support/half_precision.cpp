@@ -1,5 +1,6 @@
 #include "support/half_precision.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 
@@ -43,5 +44,31 @@ std::uint16_t to_bf16_bits(float value) {
 }
 
 float from_bf16_bits(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
+
+std::uint8_t to_e4m3_bits(float value) {
+    const std::uint8_t sign = std::signbit(value) ? 0x80u : 0u;
+    if (std::isnan(value)) return 0x7fu;
+    const float magnitude = std::min(std::fabs(value), 448.0f);
+    // Subnormals and the smallest exponent: multiples of 2^-9 below 2^-6.
+    if (magnitude < 0.015625f) return sign | static_cast<std::uint8_t>(std::nearbyint(magnitude * 512.0f));
+    int exponent;
+    const float fraction = std::frexp(magnitude, &exponent);  // magnitude = fraction * 2^exponent, fraction in [0.5, 1)
+    // 4 significant bits: the significand in 8..16 steps, rounded to nearest even.
+    float significand = std::nearbyint(fraction * 16.0f);
+    if (significand == 16.0f) {
+        significand = 8.0f;
+        ++exponent;
+    }
+    const int biased = exponent - 1 + 7;
+    return sign | static_cast<std::uint8_t>(biased << 3 | (static_cast<int>(significand) - 8));
+}
+
+float from_e4m3_bits(std::uint8_t bits) {
+    const int exponent = (bits >> 3) & 15, mantissa = bits & 7;
+    if ((bits & 0x7fu) == 0x7fu) return NAN;
+    const float magnitude =
+        exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -9) : std::ldexp(8.0f + mantissa, exponent - 10);
+    return bits & 0x80u ? -magnitude : magnitude;
+}
 
 }  // namespace fajit::testing

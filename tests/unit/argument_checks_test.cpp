@@ -124,6 +124,29 @@ TEST_CASE("every model feature's valid values pass") {
     }
 }
 
+TEST_CASE("e4m3 inputs pass with an f16 or bf16 o and factors per tensor or per KV head") {
+    alignas(16) static char bytes[16];
+    alignas(16) static float factors[2];
+    for (DType out : {DType::f16, DType::bf16})
+        for (int heads : {0, 1, 2}) {
+            AttentionArgs args = valid_args();
+            args.dtype = DType::e4m3;
+            args.o_dtype = out;
+            args.q = bytes + 1;  // one-byte elements need no more alignment
+            if (heads) args.descale = {factors, nullptr, factors, heads};
+            CHECK(check_arguments(args) == "");
+        }
+    AttentionArgs misaligned_o = valid_args();
+    misaligned_o.dtype = DType::e4m3;
+    misaligned_o.o_dtype = DType::bf16;
+    misaligned_o.o = bytes + 1;
+    CHECK(check_arguments(misaligned_o).find("o=") == 0);
+    CHECK(check_arguments(misaligned_o).find("2-byte bf16 elements") != std::string::npos);
+    AttentionArgs no_o_dtype = valid_args();
+    no_o_dtype.dtype = DType::e4m3;
+    CHECK(check_arguments(no_o_dtype).find("o_dtype=none") == 0);
+}
+
 TEST_CASE("a V head dim of its own is checked against v's and o's strides, q's and k's against head_dim") {
     AttentionArgs narrower = valid_args();
     narrower.head_dim_v = 32;  // rows of 32 at 64-element strides: apart, so valid

@@ -89,6 +89,24 @@ TEST_CASE("dv reads and prints only where it differs from d, in every family") {
     CHECK(validate(struct_form).find("dv=192") == 0);
 }
 
+TEST_CASE("e4m3 specs name O's dtype, and only they do") {
+    const char* text = "family=scalar,d=128,dtype=e4m3,out=bf16,bq=4,bk=64,waves=4,margin=6,causal=none,arch=sm_90a";
+    const auto parsed = parse_spec(text);
+    REQUIRE_MESSAGE(parsed.spec, parsed.error);
+    CHECK(parsed.spec->dtype == DType::e4m3);
+    CHECK(output_dtype(*parsed.spec) == DType::bf16);
+    CHECK(to_string(*parsed.spec) == text);
+    const auto error_of = [](const std::string& spec) { return parse_spec(spec).error; };
+    CHECK(error_of("family=scalar,d=128,dtype=e4m3,arch=sm_90a").find("out=none: dtype e4m3 needs") == 0);
+    CHECK(error_of("family=scalar,d=128,dtype=e4m3,out=f32,arch=sm_90a").find("out=f32") == 0);
+    CHECK(error_of("family=scalar,d=128,dtype=e4m3,out=e4m3,arch=sm_90a").find("out=e4m3") == 0);
+    CHECK(error_of("family=scalar,d=128,dtype=e4m3,out=x,arch=sm_90a").find("out=x: expected f16 or bf16") == 0);
+    CHECK(error_of("family=scalar,d=128,dtype=f16,out=bf16,arch=sm_90a").find("out=bf16: only dtype e4m3") == 0);
+    // Families without e4m3 say which dtypes they take.
+    CHECK(error_of("family=mma-sm80,d=128,dtype=e4m3,out=f16,arch=sm_90a").find("dtype=e4m3") == 0);
+    CHECK(error_of("family=wmma-gfx11,d=128,dtype=e4m3,out=f16,arch=gfx1151").find("dtype=e4m3") == 0);
+}
+
 TEST_CASE("parse accepts any field order and fills tile defaults") {
     const auto parsed = parse_spec("arch=sm_80,dtype=bf16,d=64,family=scalar");
     REQUIRE_MESSAGE(parsed.spec, parsed.error);

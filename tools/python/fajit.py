@@ -15,6 +15,9 @@ Every call also takes the model features: window=(left, right) keys around each 
 key (-1: unbounded), softcap=c for c * tanh(s / c) (0: none), and sinks, a float32 [heads_q]
 tensor of sink logits (None: none); fajit.h says what each means. v (and out) may have a head dim
 of their own (DeepSeek's MLA prefill: 192 for q and k, 128 for v): out then takes v's.
+FP8: q, k and v of torch.float8_e4m3fn give an out of bfloat16 (or the float16 or bfloat16 out
+passed), with descale=(q_descale, k_descale, v_descale), float32 tensors [heads_kv] or [1] (None
+for a factor of 1) that the call multiplies q, k and v by.
 The kernel runs on the current CUDA stream of the tensors' device.
 """
 import ctypes
@@ -23,7 +26,8 @@ import os
 
 import torch
 
-DTYPES = {torch.float16: 0, torch.bfloat16: 1, torch.float32: 2}
+DTYPES = {torch.float16: 0, torch.bfloat16: 1, torch.float32: 2, torch.float8_e4m3fn: 3}
+FP8 = torch.float8_e4m3fn
 CAUSAL_MODES = {"none": 0, "top-left": 1, "bottom-right": 2}
 KV_DENSE, KV_RAGGED, KV_PAGED = 0, 1, 2
 
@@ -78,6 +82,11 @@ class _AttentionArgs(ctypes.Structure):
         ("softcap", ctypes.c_float),
         ("sinks", ctypes.c_void_p),
         ("head_dim_v", ctypes.c_int32),
+        ("o_dtype", ctypes.c_int32),
+        ("q_descale", ctypes.c_void_p),
+        ("k_descale", ctypes.c_void_p),
+        ("v_descale", ctypes.c_void_p),
+        ("descale_heads", ctypes.c_int32),
     ]
 
 
@@ -94,10 +103,23 @@ def default_library_path():
 
 
 def output_like(q, v):
-    """The output of attention on q and v: like q (its strides too), with v's head dim."""
+    """The output of attention on q and v: like q (its strides too), with v's head dim; bfloat16 for FP8 inputs."""
+    dtype = torch.bfloat16 if q.dtype == FP8 else q.dtype
     if v.shape[-1] == q.shape[-1]:
-        return torch.empty_like(q)
-    return q.new_empty(q.shape[:-1] + (v.shape[-1],))
+        return torch.empty_like(q, dtype=dtype)
+    return q.new_empty(q.shape[:-1] + (v.shape[-1],), dtype=dtype)
+
+
+def _set_dtypes(args, q, k, v, out):
+    """fajit_attention_args.dtype and o_dtype: one dtype for q, k and v; out's is the same, or
+    float16 / bfloat16 for FP8 inputs."""
+    fp8_out = (torch.float16, torch.bfloat16)
+    if not (q.dtype == k.dtype == v.dtype) or q.dtype not in DTYPES or (
+            out.dtype not in fp8_out if q.dtype == FP8 else out.dtype != q.dtype):
+        raise ValueError(f"q, k and v must share one of {list(DTYPES)}, and out have theirs (float16 or bfloat16 "
+                         f"for {FP8}); got {q.dtype}, {k.dtype}, {v.dtype}, {out.dtype}")
+    args.dtype = DTYPES[q.dtype]
+    args.o_dtype = DTYPES[out.dtype] if q.dtype == FP8 else 0
 
 
 def _value_head_dim(q, v):
@@ -167,16 +189,13 @@ class Runtime:
             raise FajitError(self._lib.fajit_status_name(status).decode(), self._lib.fajit_last_error().decode())
 
     def _args(self, q, k, v, out, lse, causal, scale):
-        if not (q.dtype == k.dtype == v.dtype == out.dtype) or q.dtype not in DTYPES:
-            raise ValueError(f"q, k, v and out must share one of {list(DTYPES)}; got {q.dtype}, {k.dtype}, "
-                             f"{v.dtype}, {out.dtype}")
         device = _device_of((q, k, v, out), "q, k, v and out")
         if causal not in CAUSAL_MODES:
             raise ValueError(f"causal={causal!r}: expected one of {list(CAUSAL_MODES)}")
         batch, heads_q, len_q, head_dim = q.shape
         args = _AttentionArgs()
         args.struct_size = ctypes.sizeof(_AttentionArgs)
-        args.dtype = DTYPES[q.dtype]
+        _set_dtypes(args, q, k, v, out)
         args.q, args.k, args.v, args.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()
         args.q_strides = _strides_of(q, "q")
         args.k_strides = _strides_of(k, "k")
@@ -198,9 +217,6 @@ class Runtime:
     def _packed_args(self, q, k, v, out, lse, causal, scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k, indices):
         """Arguments of a batched call: q, out [total_q, heads_q, d]; the caller sets k and v's layout.
         indices: the caller's other index tensors, which must be on q's device too."""
-        if not (q.dtype == k.dtype == v.dtype == out.dtype) or q.dtype not in DTYPES:
-            raise ValueError(f"q, k, v and out must share one of {list(DTYPES)}; got {q.dtype}, {k.dtype}, "
-                             f"{v.dtype}, {out.dtype}")
         device = _device_of((q, k, v, out, cu_seqlens_q) + indices, "q, k, v, out and the index tensors")
         if causal not in CAUSAL_MODES:
             raise ValueError(f"causal={causal!r}: expected one of {list(CAUSAL_MODES)}")
@@ -212,7 +228,7 @@ class Runtime:
         total_q, heads_q, head_dim = q.shape
         args = _AttentionArgs()
         args.struct_size = ctypes.sizeof(_AttentionArgs)
-        args.dtype = DTYPES[q.dtype]
+        _set_dtypes(args, q, k, v, out)
         args.q, args.o = q.data_ptr(), out.data_ptr()
         args.q_strides = _Strides(0, q.stride(1), q.stride(0))
         args.o_strides = _Strides(0, out.stride(1), out.stride(0))
@@ -232,7 +248,7 @@ class Runtime:
         return args
 
     def attention_varlen(self, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal="none",
-                         scale=None, out=None, lse=None, window=None, softcap=0.0, sinks=None):
+                         scale=None, out=None, lse=None, window=None, softcap=0.0, sinks=None, descale=None):
         """q [total_q, heads_q, d]; k, v [total_k, heads_kv, d]; int32 cumulative offsets [batch + 1]."""
         out = output_like(q, v) if out is None else out
         args = self._packed_args(q, k, v, out, lse, causal, scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k,
@@ -246,12 +262,12 @@ class Runtime:
         args.v_strides = _Strides(0, v.stride(1), v.stride(0))
         args.cu_seqlens_k = cu_seqlens_k.data_ptr()
         args.total_k = k.shape[0]
-        self._launch(self._set_features(args, window, softcap, sinks))
+        self._launch(self._set_features(args, window, softcap, sinks, descale))
         return out
 
     def attention_paged(self, q, k_cache, v_cache, cu_seqlens_q, block_table, kv_lens, max_seqlen_q, causal="none",
                         scale=None, out=None, lse=None, heads_first=False, max_seqlen_k=None, window=None, softcap=0.0,
-                        sinks=None):
+                        sinks=None, descale=None):
         """q [total_q, heads_q, d]; caches [pages, page_size, heads_kv, d] (heads_first: heads before slots)."""
         out = output_like(q, v_cache) if out is None else out
         slot, head = (2, 1) if heads_first else (1, 2)
@@ -269,11 +285,11 @@ class Runtime:
         args.v_strides = _Strides(v_cache.stride(0), v_cache.stride(head), v_cache.stride(slot))
         args.block_table, args.kv_lens = block_table.data_ptr(), kv_lens.data_ptr()
         args.max_pages_per_seq, args.num_pages, args.page_size = max_pages, k_cache.shape[0], page_size
-        self._launch(self._set_features(args, window, softcap, sinks))
+        self._launch(self._set_features(args, window, softcap, sinks, descale))
         return out
 
     @staticmethod
-    def _set_features(args, window, softcap, sinks):
+    def _set_features(args, window, softcap, sinks, descale):
         if window is not None:
             left, right = window
             args.use_window, args.window_left, args.window_right = 1, int(left), int(right)
@@ -284,22 +300,33 @@ class Runtime:
             if sinks.get_device() != args.device:
                 raise ValueError("sinks must be on q's device")
             args.sinks = sinks.data_ptr()
+        if descale is not None:
+            factors = [f for f in descale if f is not None]
+            for f in factors:
+                if f.dtype != torch.float32 or not f.is_contiguous() or f.dim() != 1 or f.get_device() != args.device:
+                    raise ValueError("descale factors must be contiguous float32 tensors [heads_kv] or [1] on q's device")
+            if factors:
+                args.descale_heads = factors[0].numel()
+                args.q_descale, args.k_descale, args.v_descale = (0 if f is None else f.data_ptr() for f in descale)
         return args
 
     def _launch(self, args):
         self._check(self._lib.fajit_attention(self._handle, ctypes.byref(args), _current_stream(args.device)))
 
-    def attention(self, q, k, v, causal="none", scale=None, out=None, lse=None, window=None, softcap=0.0, sinks=None):
+    def attention(self, q, k, v, causal="none", scale=None, out=None, lse=None, window=None, softcap=0.0, sinks=None,
+                  descale=None):
         """Returns out (allocated by output_like when not given); lse, when given, is filled too."""
         if out is None:
             out = output_like(q, v)
-        self._launch(self._set_features(self._args(q, k, v, out, lse, causal, scale), window, softcap, sinks))
+        self._launch(self._set_features(self._args(q, k, v, out, lse, causal, scale), window, softcap, sinks, descale))
         return out
 
-    def selected_variant(self, q, k, v, causal="none", scale=None, window=None, softcap=0.0, sinks=None):
+    def selected_variant(self, q, k, v, causal="none", scale=None, window=None, softcap=0.0, sinks=None,
+                         descale=None):
         """The canonical spec fa-jit runs for these tensors (after any fallback)."""
-        out = q if v.shape[-1] == q.shape[-1] else output_like(q, v)  # only its strides are read
-        args = self._set_features(self._args(q, k, v, out, None, causal, scale), window, softcap, sinks)
+        # Only out's strides and dtype are read.
+        out = q if v.shape[-1] == q.shape[-1] and q.dtype != FP8 else output_like(q, v)
+        args = self._set_features(self._args(q, k, v, out, None, causal, scale), window, softcap, sinks, descale)
         buffer = ctypes.create_string_buffer(512)
         self._check(self._lib.fajit_selected_variant(self._handle, ctypes.byref(args), buffer, len(buffer)))
         return buffer.value.decode()

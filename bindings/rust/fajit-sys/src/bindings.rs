@@ -12,6 +12,7 @@ pub type fajit_status = ::std::os::raw::c_uint;
 pub const FAJIT_DTYPE_F16: _bindgen_ty_1 = 0;
 pub const FAJIT_DTYPE_BF16: _bindgen_ty_1 = 1;
 pub const FAJIT_DTYPE_F32: _bindgen_ty_1 = 2;
+pub const FAJIT_DTYPE_E4M3: _bindgen_ty_1 = 3;
 pub type _bindgen_ty_1 = ::std::os::raw::c_uint;
 pub const FAJIT_KV_DENSE: _bindgen_ty_2 = 0;
 pub const FAJIT_KV_RAGGED: _bindgen_ty_2 = 1;
@@ -81,6 +82,11 @@ pub struct fajit_attention_args {
     pub softcap: f32,
     pub sinks: *const f32,
     pub head_dim_v: i32,
+    pub o_dtype: i32,
+    pub q_descale: *const f32,
+    pub k_descale: *const f32,
+    pub v_descale: *const f32,
+    pub descale_heads: i32,
 }
 unsafe extern "C" {
     pub fn fajit_version() -> *const ::std::os::raw::c_char;

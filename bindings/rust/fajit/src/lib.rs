@@ -107,6 +107,19 @@ pub enum DType {
     Bf16,
     /// Runs the scalar family only.
     F32,
+    /// OCP FP8 E4M3, for q, k and v: o is f16 or bf16 ([`Attention::output_dtype`]).
+    E4m3,
+}
+
+impl DType {
+    fn raw(self) -> i32 {
+        (match self {
+            DType::F16 => sys::FAJIT_DTYPE_F16,
+            DType::Bf16 => sys::FAJIT_DTYPE_BF16,
+            DType::F32 => sys::FAJIT_DTYPE_F32,
+            DType::E4m3 => sys::FAJIT_DTYPE_E4M3,
+        }) as i32
+    }
 }
 
 /// Causal masking: query row i of len_q sees key j of len_k when
@@ -221,11 +234,7 @@ impl Attention {
         // SAFETY: the struct is plain data; zero is every field's "unset".
         let mut raw: sys::fajit_attention_args = unsafe { std::mem::zeroed() };
         raw.struct_size = std::mem::size_of::<sys::fajit_attention_args>() as u32;
-        raw.dtype = match dtype {
-            DType::F16 => sys::FAJIT_DTYPE_F16,
-            DType::Bf16 => sys::FAJIT_DTYPE_BF16,
-            DType::F32 => sys::FAJIT_DTYPE_F32,
-        } as i32;
+        raw.dtype = dtype.raw();
         raw.batch = shape.batch;
         raw.heads_q = shape.heads_q;
         raw.heads_kv = shape.heads_kv;
@@ -359,6 +368,22 @@ impl Attention {
     /// softmax denominator, and its LSE (gpt-oss).
     pub fn sinks(mut self, address: u64) -> Self {
         self.raw.sinks = address as *const f32;
+        self
+    }
+
+    /// The dtype of o for [`DType::E4m3`] inputs: [`DType::F16`] (the default) or [`DType::Bf16`].
+    pub fn output_dtype(mut self, dtype: DType) -> Self {
+        self.raw.o_dtype = dtype.raw();
+        self
+    }
+
+    /// Dequantization factors of e4m3 inputs: device addresses of f32 factors (0 for a factor
+    /// of 1), `heads` of them each: heads_kv (one per KV head) or 1 (one per tensor).
+    pub fn descale(mut self, q: u64, k: u64, v: u64, heads: i32) -> Self {
+        self.raw.q_descale = q as *const f32;
+        self.raw.k_descale = k as *const f32;
+        self.raw.v_descale = v as *const f32;
+        self.raw.descale_heads = heads;
         self
     }
 

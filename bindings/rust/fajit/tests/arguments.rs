@@ -217,6 +217,16 @@ fn cases() -> Vec<(&'static str, Attention, &'static str)> {
         ("NaN softcap", valid().softcap(f32::NAN), "softcap=nan"),
         ("misaligned sinks", valid().sinks(0x900002), "sinks=0x900002"),
         (
+            "descale factors for f16 inputs",
+            valid().descale(0x900000, 0, 0, 1),
+            "q_descale=0x900000: only e4m3 inputs",
+        ),
+        (
+            "o dtype for f16 inputs",
+            valid().output_dtype(DType::Bf16),
+            "o_dtype=bf16: only e4m3 inputs take one",
+        ),
+        (
             "V head dim not a multiple of 8",
             valid().value_head_dim(12),
             "head_dim_v=12",
