@@ -79,8 +79,8 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     const element* q = static_cast<const element*>(p.q);
     const element* k = fa_key_rows_start<Spec, element>(p, p.k, p.k_stride, sequence, kv_head);
     const element* v = fa_key_rows_start<Spec, element>(p, p.v, p.v_stride, sequence, kv_head);
-    const bool aligned =
-        fa_nv_aligned16(p.q, p.q_stride) && fa_nv_aligned16(p.k, p.k_stride) && fa_nv_aligned16(p.v, p.v_stride);
+    const bool aligned = fa_nv_aligned16<element>(p.q, p.q_stride) && fa_nv_aligned16<element>(p.k, p.k_stride) &&
+                         fa_nv_aligned16<element>(p.v, p.v_stride);
 
     // Q's packed rows, one 16-byte chunk per thread and pass; idle rows and the padding
     // dims are zeros.
@@ -201,7 +201,8 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
 #pragma unroll
         for (int m = 0; m < row_tiles; ++m) {
             float row_max[2], correction[2];
-            const float multiplier = fa_m16n8_scores<Spec, key_tiles>(p, score[m], masked, visible[m], key0, row_max);
+            const float multiplier =
+                fa_m16n8_scores<Spec, key_tiles>(p, kv_head, score[m], masked, visible[m], key0, row_max);
             const bool moved =
                 fa_m16n8_move_frames(p, packed_rows, 16 * m + g, margin_log2, row_max, frame[m], sum[m], correction);
             if (__any_sync(0xffffffffu, moved))

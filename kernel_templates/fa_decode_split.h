@@ -80,7 +80,7 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_sp
     const element* q = static_cast<const element*>(p.q);
     const element* k = static_cast<const element*>(p.k);
     const element* v = static_cast<const element*>(p.v);
-    const float scale_log2 = p.scale * FAJIT_LOG2E;
+    const float scale_log2 = fa_scale_log2<Spec>(p, kv_head);
     for (int i = threadIdx.x; i < rows * head_dim; i += blockDim.x) {
         const int r = i / head_dim, d = i % head_dim;
         float value = 0.0f;

@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_TILE_WAVE) fa_matrix_core(f
         for (int i = 0; i < fa_tile_c_elements; ++i) out[t].x[i] = 0.0f;
     float frame = fa_neg_inf();  // log2 units, like the scores
     float lane_sum = 0.0f;       // over this lane's keys; the row's sum is fa_column_sum's
-    const float score_scale = p.scale * FAJIT_LOG2E;
+    const float score_scale = fa_scale_log2<Spec>(p, kv_head);
     const fa_soft_cap cap = fa_soft_cap_of(p);
 
     for (int step = 0; step < blocks.count; ++step) {

@@ -104,8 +104,8 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     const element* q = static_cast<const element*>(p.q) + fa_row_offset(p.q_stride, sequence, head, 0);
     const element* k = fa_key_rows_start<Spec, element>(p, p.k, p.k_stride, sequence, kv_head);
     const element* v = fa_key_rows_start<Spec, element>(p, p.v, p.v_stride, sequence, kv_head);
-    const bool aligned =
-        fa_nv_aligned16(p.q, p.q_stride) && fa_nv_aligned16(p.k, p.k_stride) && fa_nv_aligned16(p.v, p.v_stride);
+    const bool aligned = fa_nv_aligned16<element>(p.q, p.q_stride) && fa_nv_aligned16<element>(p.k, p.k_stride) &&
+                         fa_nv_aligned16<element>(p.v, p.v_stride);
 
     const int rows_here = min(block_q, len_q - row0);
     const fa_key_blocks blocks = fa_key_blocks_of<Spec>(p, row0, rows_here, len_q, len_k, block_k);
@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
             for (int h = 0; h < 2; ++h)
                 visible[h] = masked ? fa_visible_range<Spec>(p, row + 8 * h, len_q, len_k) : fa_key_range{0, 0};
             float row_max[2];
-            multiplier[m] = fa_m16n8_scores<Spec, key_tiles>(p, score[m], masked, visible, key0, row_max);
+            multiplier[m] = fa_m16n8_scores<Spec, key_tiles>(p, kv_head, score[m], masked, visible, key0, row_max);
             any_moved |= fa_m16n8_move_frames(p, len_q, row, margin_log2, row_max, frame[m], sum[m], correction[m]);
         }
         if (__any_sync(0xffffffffu, any_moved))

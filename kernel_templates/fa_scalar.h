@@ -33,14 +33,13 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa
     out_element* o = static_cast<out_element*>(p.o);
     float* query = query_rows[wave];
     const fa_soft_cap cap = fa_soft_cap_of(p);
-    const fa_descale descale = fa_descale_of<Spec>(p, kv_head);
+    const float scale_log2 = fa_scale_log2<Spec>(p, kv_head);
 
     for (int local_row = wave; local_row < Spec::block_q; local_row += Spec::waves) {
         const int row = blockIdx.x * Spec::block_q + local_row;
         if (row >= sequence.len_q) break;
         const element* query_row = q + fa_row_offset(p.q_stride, sequence, head, row);
-        for (int d = lane; d < head_dim; d += lanes)
-            query[d] = fa_to_float(query_row[d]) * (p.scale * descale.scores * FAJIT_LOG2E);
+        for (int d = lane; d < head_dim; d += lanes) query[d] = fa_to_float(query_row[d]) * scale_log2;
         fa_wave_sync();
 
         const fa_key_range visible = fa_visible_range<Spec>(p, row, sequence.len_q, sequence.len_k);
@@ -90,7 +89,7 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa
         }
 
         float lse;
-        const float inverse = fa_row_normalizer<Spec>(p, head, frame, fa_wave_sum(lane_sum), lse) * descale.values;
+        const float inverse = fa_row_normalizer<Spec>(p, head, frame, fa_wave_sum(lane_sum), lse);
         out_element* output_row = o + fa_row_offset(p.o_stride, sequence, head, row);
         for (int c = 0; c < dims_per_lane; ++c) {
             const int d = lane + c * lanes;

@@ -45,30 +45,42 @@
 // blocks step by the row stride from their first key, except paged blocks that span
 // pages (page_size < block_k), whose rows the producer looks up one by one.
 
-// Staged rows are whole 64-column blocks of the swizzle, so head dims that are no
-// multiple of 64 are padded to one.
-template <int head_dim>
-inline constexpr int fa_wgmma_staged_dim = (head_dim + 63) / 64 * 64;
+template <int value, int step>
+inline constexpr int fa_wgmma_round_up = (value + step - 1) / step* step;
 
 template <class Spec>
 struct fa_wgmma_layout {
     // Q and K rows have Spec::head_dim elements and V rows Spec::head_dim_v, each staged
-    // in whole swizzle blocks. Q K^T reads the head dims rounded up to its 16-wide k step
-    // (scored_dim), whose padding in Q and K holds zeros written once (the copies never
-    // write it); P V covers V's staged dims, and the columns of O past head_dim_v are
-    // never stored.
-    static constexpr int staged_dim = fa_wgmma_staged_dim<Spec::head_dim>;
-    static constexpr int staged_value_dim = fa_wgmma_staged_dim<Spec::head_dim_v>;
-    static constexpr int scored_dim = (Spec::head_dim + 15) / 16 * 16;
+    // in whole 128-byte swizzle rows (64 16-bit or 128 e4m3 elements). Q K^T reads the
+    // head dims rounded up to its k step (scored_dim: 16 or 32 elements), whose padding
+    // in Q and K holds zeros written once (the copies never write it); P V covers O's
+    // columns (value_columns, head_dim_v rounded up to 64), and the columns of O past
+    // head_dim_v are never stored.
+    // e4m3 (fp8): wgmma reads 8-bit B operands K-major only, so V's rows land in one
+    // staging buffer and the producer writes each stage's V transposed (Vt: a 128-byte
+    // row of block_k keys per column of O, in the key order fa_sm90_e4m3_key gives).
+    using element = typename Spec::element;
+    static constexpr bool fp8 = fa_same_type<element, fa_e4m3>::value;
+    static constexpr int element_bytes = fp8 ? 1 : 2;
+    static constexpr int swizzle_elements = 128 / element_bytes;  // a swizzle row's
+    static constexpr int chunk_elements = 16 / element_bytes;     // a 16-byte chunk's
+    static constexpr int k_step = fa_sm90_k_step<element>;
+    static constexpr int staged_dim = fa_wgmma_round_up<Spec::head_dim, swizzle_elements>;
+    static constexpr int staged_value_dim = fa_wgmma_round_up<Spec::head_dim_v, swizzle_elements>;
+    static constexpr int value_columns = fa_wgmma_round_up<Spec::head_dim_v, 64>;
+    static constexpr int scored_dim = fa_wgmma_round_up<Spec::head_dim, k_step>;
     static constexpr int stages = Spec::kv_stages;
-    static constexpr int q_bytes = Spec::block_q * staged_dim * 2;
-    static constexpr int k_bytes = Spec::block_k * staged_dim * 2;
-    static constexpr int v_bytes = Spec::block_k * staged_value_dim * 2;
+    static constexpr int q_bytes = Spec::block_q * staged_dim * element_bytes;
+    static constexpr int k_bytes = Spec::block_k * staged_dim * element_bytes;
+    static constexpr int v_bytes = fp8 ? value_columns * Spec::block_k : Spec::block_k * staged_value_dim * 2;
+    static constexpr int staging_bytes = fp8 ? Spec::block_k * staged_value_dim : 0;
     static constexpr int stage_bytes = k_bytes + v_bytes;
-    static constexpr int tile_bytes = q_bytes + stages * stage_bytes;  // then the mbarriers
-    static constexpr int barrier_bytes = 8 * (4 * stages + 1);         // full and empty for K and V a stage, Q's
-    static constexpr int alignment = 1024;                             // slack for aligning the start
+    static constexpr int tile_bytes = q_bytes + stages * stage_bytes + staging_bytes;  // then the mbarriers
+    // Full and empty for K and V a stage, Q's, and with e4m3 the staging buffer's.
+    static constexpr int barrier_bytes = 8 * (4 * stages + 1 + (fp8 ? 1 : 0));
+    static constexpr int alignment = 1024;  // slack for aligning the start
     static constexpr int bytes = alignment + tile_bytes + barrier_bytes;
+    static_assert(!fp8 || Spec::block_k == 128, "e4m3's transposed V rows are one 128-byte swizzle row of keys");
     static_assert(bytes <= Spec::shared_bytes, "the host reserves less shared memory than fa_wgmma_layout uses");
 
     // Spec::waves / 4 consumer warpgroups and one producer warpgroup. The block starts
@@ -83,7 +95,8 @@ struct fa_wgmma_layout {
     static constexpr int consumers = Spec::waves * 32;
     static constexpr int threads = consumers + 128;
     static constexpr int launch_registers = 65536 / threads / 8 * 8 > 240 ? 240 : 65536 / threads / 8 * 8;
-    static constexpr int producer_registers = groups == 1 ? 96 : 56;
+    // e4m3's producer also transposes V: at 56 it spilled at d=32 and 64 (sm_90a ptxas).
+    static constexpr int producer_registers = groups == 1 ? 96 : fp8 ? 72 : 56;
     static constexpr int consumer_registers_that_fit =
         (launch_registers * threads - 128 * producer_registers) / consumers / 8 * 8;
     static constexpr int consumer_registers = consumer_registers_that_fit > 240 ? 240 : consumer_registers_that_fit;
@@ -95,14 +108,14 @@ struct fa_wgmma_layout {
     }
 };
 
-// A row copy's threads per row of head_dim elements (fa_wgmma_copy_rows): the row's
-// 16-byte chunks rounded up to a power of two, for head dims up to 256.
-template <int head_dim>
-inline constexpr int fa_wgmma_copy_slots = head_dim <= 16    ? 2
-                                           : head_dim <= 32  ? 4
-                                           : head_dim <= 64  ? 8
-                                           : head_dim <= 128 ? 16
-                                                             : 32;
+// A row copy's threads per row of `chunks` 16-byte chunks (fa_wgmma_copy_rows): rounded
+// up to a power of two, for rows up to 512 bytes.
+template <int chunks>
+inline constexpr int fa_wgmma_copy_slots = chunks <= 2    ? 2
+                                           : chunks <= 4  ? 4
+                                           : chunks <= 8  ? 8
+                                           : chunks <= 16 ? 16
+                                                          : 32;
 
 // Copies `rows` rows of row_dim elements from each of `count` tensors (rows past
 // `valid_rows` as zeros) into swizzled tiles `tile[i]` of `rows` rows; the producer
@@ -120,15 +133,17 @@ FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[coun
     using layout = fa_wgmma_layout<Spec>;
     // Threads take a row's 16-byte chunks, a power of two of chunk slots a row so that
     // the slots tile the 128 threads; the slots past row_dim copy nothing.
-    constexpr int chunks = fa_wgmma_copy_slots<row_dim>;
+    constexpr int row_chunks = row_dim / layout::chunk_elements;
+    constexpr int chunks = fa_wgmma_copy_slots<row_chunks>;
     constexpr int rows_per_pass = 128 / chunks;
     static_assert(rows % rows_per_pass == 0, "a copy's passes cover its rows");
     const int first_row = thread / chunks;
     const int chunk = thread % chunks;
-    if (chunk >= row_dim / 8) return;
+    if (chunk >= row_chunks) return;
     long long element_offset[count];
 #pragma unroll
-    for (int c = 0; c < count; ++c) element_offset[c] = first_row * source.row_stride[c] + chunk * 8;
+    for (int c = 0; c < count; ++c)
+        element_offset[c] = first_row * source.row_stride[c] + chunk * layout::chunk_elements;
     // Unrolled further only where no row is tested; fully, it spills the producer.
     constexpr int unrolled = aligned && all_valid ? 8 : 2;
 #pragma unroll unrolled
@@ -139,7 +154,7 @@ FAJIT_DEVICE void fa_wgmma_copy_rows(int thread, const unsigned int (&tile)[coun
 #pragma unroll
         for (int c = 0; c < count; ++c) {
             long long at = valid ? element_offset[c] : 0;
-            if constexpr (Rows::looked_up) at = valid ? source.offset(c, row) + chunk * 8 : 0;
+            if constexpr (Rows::looked_up) at = valid ? source.offset(c, row) + chunk * layout::chunk_elements : 0;
             fa_nv_copy_chunk(tile[c] + offset, source.first[c] + at, valid, aligned);
             element_offset[c] += rows_per_pass * source.row_stride[c];
         }
@@ -155,6 +170,45 @@ FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[coun
         fa_wgmma_copy_rows<Spec, row_dim, rows, count, true, true>(thread, tile, source, valid_rows);
     else
         fa_wgmma_copy_rows<Spec, row_dim, rows, count, true, false>(thread, tile, source, valid_rows);
+}
+
+// e4m3: the producer warpgroup's 128 threads write the staged V rows (block_k keys of
+// staged_value_dim bytes, swizzled like every tile) into a stage's Vt, whose row d holds
+// head dim d of the block's keys, K position j being key j / 32 * 32 + fa_sm90_e4m3_key(j % 32)
+// (the order P's registers hold them in). A thread takes 16 head dims of the four keys
+// one word of Vt holds: four 16-byte loads, four 4x4 byte transposes, 16 word stores.
+// A warp's 32 words are one Vt row (no bank conflicts on the stores); its loads come from
+// 4 swizzle positions a quarter-warp, two lanes a bank group.
+template <class Spec>
+FAJIT_DEVICE void fa_wgmma_transpose_values(int thread, unsigned int staging, unsigned int transposed) {
+    using layout = fa_wgmma_layout<Spec>;
+    constexpr int words = Spec::block_k / 4;  // of a Vt row
+    constexpr int units = words * (layout::value_columns / 16);
+    static_assert(units % 128 == 0, "the producer's threads share the transpose evenly");
+    // Rolled: unrolled, the passes took the producer past its 56 registers (252 bytes of
+    // spills at d=128, sm_90a ptxas).
+#pragma unroll 1
+    for (int pass = 0; pass < units / 128; ++pass) {
+        const int unit = thread + 128 * pass;
+        const int word = unit % words, chunk = unit / words;
+        const int key = word / 8 * 32 + fa_sm90_e4m3_key(4 * word % 32);
+        const int keys[4] = {key, key + 1, key + 8, key + 9};
+        unsigned int rows[4][4];  // [key][word of 4 head dims]
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+            fa_sm90_load_shared16(staging + layout::offset(Spec::block_k, keys[r], chunk), rows[r]);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const unsigned int dims[4] = {rows[0][j], rows[1][j], rows[2][j], rows[3][j]};
+            unsigned int columns[4];
+            fa_sm90_transpose4x4(dims, columns);
+#pragma unroll
+            for (int m = 0; m < 4; ++m)
+                fa_sm90_store_shared4(
+                    transposed + layout::offset(layout::value_columns, 16 * chunk + 4 * j + m, word / 4) + word % 4 * 4,
+                    columns[m]);
+        }
+    }
 }
 
 // A block's n-th query tile: tile t counts query tiles from the last one, all heads and
@@ -228,12 +282,13 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
     constexpr int groups = layout::groups;
     constexpr int head_dim = Spec::head_dim;
     constexpr int value_dim = Spec::head_dim_v;
-    constexpr int staged_value_dim = layout::staged_value_dim;     // O's columns
-    constexpr int dim_slices = layout::scored_dim / 16;            // k steps of Q K^T
-    constexpr int key_tiles = block_k / 8;                         // 8-column tiles of S
-    constexpr int key_slices = block_k / 16;                       // k steps of P V
-    constexpr int out_n = staged_value_dim % 128 == 0 ? 128 : 64;  // head dims one P V wgmma covers
-    constexpr int out_chunks = staged_value_dim / out_n;
+    constexpr bool fp8 = layout::fp8;
+    constexpr int value_columns = layout::value_columns;             // O's columns
+    constexpr int dim_slices = layout::scored_dim / layout::k_step;  // k steps of Q K^T
+    constexpr int key_tiles = block_k / 8;                           // 8-column tiles of S
+    constexpr int key_slices = block_k / layout::k_step;             // k steps of P V
+    constexpr int out_n = value_columns % 128 == 0 ? 128 : 64;       // head dims one P V wgmma covers
+    constexpr int out_chunks = value_columns / out_n;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
 
     extern __shared__ __align__(128) unsigned char fa_wgmma_shared[];
@@ -242,6 +297,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
     const unsigned int q_tile = shared;
     const auto k_tile = [&](int stage) { return shared + layout::q_bytes + stage * layout::stage_bytes; };
     const auto v_tile = [&](int stage) { return k_tile(stage) + layout::k_bytes; };
+    const unsigned int staging = k_tile(stages);  // e4m3: V's rows before their transpose
     // Barriers of tensor `keys` or `values` of a stage. full: the stage's K (or V) has
     // landed, every producer thread's copies; empty: every consumer warp is done reading
     // it. A step's P V runs beside the next step's Q K^T, so a stage's K is done a half
@@ -252,7 +308,10 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
     // f goes to stage f % stages, and its barriers' phase parity is f / stages % 2.
     // A tile's Q lands with its first fill; q_empty tells the producer that every
     // consumer warp has done the tile's last Q K^T, so the next tile's Q may overwrite it.
-    constexpr int kv_barriers = stages >= 3 ? 1 : 2;
+    // e4m3 keeps K's and V's barriers apart at any stage count: V is ready only once the
+    // producer has transposed it, well after K has landed. `staged` completes a phase per
+    // fill when V's rows are in the staging buffer.
+    constexpr int kv_barriers = stages >= 3 && !fp8 ? 1 : 2;
     constexpr int keys = 0, values = 1;
     const auto barrier = [&](int index) { return shared + layout::tile_bytes + 8u * index; };
     const auto full = [&](int tensor, int fill) { return barrier((tensor % kv_barriers) * stages + fill % stages); };
@@ -260,10 +319,11 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
         return barrier((2 + tensor % kv_barriers) * stages + fill % stages);
     };
     const unsigned int q_empty = barrier(4 * stages);
+    const unsigned int staged = barrier(4 * stages + 1);
     const bool tensor_copies = Spec::kv_layout == FA_KV_DENSE && p.tensor_maps_ready;
     if constexpr (layout::scored_dim > Spec::head_dim) {
         // The one 16-byte chunk of k-step padding, in each row of Q and of every stage's K.
-        constexpr int padding = Spec::head_dim / 8;
+        constexpr int padding = Spec::head_dim / layout::chunk_elements;
         for (int row = static_cast<int>(threadIdx.x); row < block_q + stages * block_k;
              row += static_cast<int>(blockDim.x))
             fa_nv_zero_shared16(row < block_q ? q_tile + layout::offset(block_q, row, padding)
@@ -276,10 +336,13 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
         for (int stage = 0; stage < stages; ++stage)
 #pragma unroll
             for (int tensor = 0; tensor < kv_barriers; ++tensor) {
-                fa_sm90_mbarrier_init(full(tensor, stage), tensor_copies ? 1 : 128);
+                // e4m3's V: every producer thread arrives once it has written its share.
+                const bool transposed = fp8 && tensor == values;
+                fa_sm90_mbarrier_init(full(tensor, stage), tensor_copies && !transposed ? 1 : 128);
                 fa_sm90_mbarrier_init(empty(tensor, stage), Spec::waves);
             }
         fa_sm90_mbarrier_init(q_empty, Spec::waves);
+        if constexpr (fp8) fa_sm90_mbarrier_init(staged, tensor_copies ? 1 : 128);
     }
     __syncthreads();
 
@@ -298,36 +361,62 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
         if (fill >= stages) fa_sm90_mbarrier_wait(empty(tensor, fill), (fill / stages - 1) % 2);
     };
 
-    // The producer's one thread with tensor maps: Q with a tile's first K (and V), every
-    // fill's bytes announced to its full barrier first. A box is 64 head dims wide (the
-    // swizzle's row), so a tile takes one per 64.
-    const auto copy_by_tensor_maps = [&] {
+    // e4m3: once a fill's V rows are staged, every producer thread writes its share of
+    // them transposed into the stage and arrives on the stage's full barrier; the staging
+    // buffer takes the next fill's rows only after all of them are done reading it
+    // (named barrier 1 + groups, the producer's 128 threads).
+    const auto transpose_staged = [&](int thread, int fill) {
+        if constexpr (fp8) {
+            fa_sm90_mbarrier_wait(staged, fill % 2);
+            wait_released(values, fill);
+            fa_wgmma_transpose_values<Spec>(thread, staging, v_tile(fill % stages));
+            fa_sm90_fence_shared_for_async();  // plain stores, read by wgmma
+            fa_sm90_mbarrier_arrive(full(values, fill));
+            fa_sm90_barrier_sync(1 + groups, 128);
+        }
+    };
+
+    // The producer with tensor maps: one thread copies Q with a tile's first K (and V),
+    // every fill's bytes announced to its full barrier first; with e4m3 V goes to the
+    // staging buffer and all 128 threads transpose it. A box is one swizzle row of head
+    // dims wide, so a tile takes one per 64 (16-bit) or 128 (e4m3).
+    const auto copy_by_tensor_maps = [&](int thread) {
+        constexpr int box_columns = layout::swizzle_elements;
         const auto copy_boxes = [&](unsigned int target, const fa_tensor_map& map, int columns, int rows, int row0,
                                     int head, int batch, unsigned int landed) {
 #pragma unroll
-            for (int c = 0; c < columns / 64; ++c)
-                fa_sm90_tensor_copy(target + c * rows * 128u, map, 64 * c, row0, head, batch, landed);
+            for (int c = 0; c < columns / box_columns; ++c)
+                fa_sm90_tensor_copy(target + c * rows * 128u, map, box_columns * c, row0, head, batch, landed);
         };
         fa_wgmma_walk_fills<Spec>(
             p, q_empty, key_blocks, [](const fa_wgmma_tile&, int) {},
             [&](const fa_wgmma_tile& tile, int kv_head, int step, int key0, int fill) {
                 const int batch = tile.sequence.index;
-                const unsigned int with_q = step == 0 ? layout::q_bytes : 0u;
-                const unsigned int keys_landed = full(keys, fill);
-                wait_released(keys, fill);
-                fa_sm90_mbarrier_arrive_expecting(keys_landed,
-                                                  with_q + layout::k_bytes + (kv_barriers == 1 ? layout::v_bytes : 0u));
-                if (step == 0)
-                    copy_boxes(q_tile, p.tensor_maps[0], layout::staged_dim, block_q, tile.row0, tile.head, batch,
-                               keys_landed);
-                copy_boxes(k_tile(fill % stages), p.tensor_maps[1], layout::staged_dim, block_k, key0, kv_head, batch,
-                           keys_landed);
-                if constexpr (kv_barriers == 2) {
-                    wait_released(values, fill);
-                    fa_sm90_mbarrier_arrive_expecting(full(values, fill), layout::v_bytes);
+                if (thread == 0) {
+                    const unsigned int with_q = step == 0 ? layout::q_bytes : 0u;
+                    const unsigned int keys_landed = full(keys, fill);
+                    wait_released(keys, fill);
+                    fa_sm90_mbarrier_arrive_expecting(
+                        keys_landed, with_q + layout::k_bytes + (kv_barriers == 1 ? layout::v_bytes : 0u));
+                    if (step == 0)
+                        copy_boxes(q_tile, p.tensor_maps[0], layout::staged_dim, block_q, tile.row0, tile.head, batch,
+                                   keys_landed);
+                    copy_boxes(k_tile(fill % stages), p.tensor_maps[1], layout::staged_dim, block_k, key0, kv_head,
+                               batch, keys_landed);
+                    if constexpr (fp8) {
+                        fa_sm90_mbarrier_arrive_expecting(staged, layout::staging_bytes);
+                        copy_boxes(staging, p.tensor_maps[2], layout::staged_value_dim, block_k, key0, kv_head, batch,
+                                   staged);
+                    } else {
+                        if constexpr (kv_barriers == 2) {
+                            wait_released(values, fill);
+                            fa_sm90_mbarrier_arrive_expecting(full(values, fill), layout::v_bytes);
+                        }
+                        copy_boxes(v_tile(fill % stages), p.tensor_maps[2], layout::staged_value_dim, block_k, key0,
+                                   kv_head, batch, full(values, fill));
+                    }
                 }
-                copy_boxes(v_tile(fill % stages), p.tensor_maps[2], layout::staged_value_dim, block_k, key0, kv_head,
-                           batch, full(values, fill));
+                if constexpr (fp8) transpose_staged(thread, fill);
             });
     };
 
@@ -337,17 +426,17 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
         fa_sm90_lower_registers<layout::producer_registers>();
         const int thread = static_cast<int>(threadIdx.x) - layout::consumers;
         if (tensor_copies) {
-            if (thread == 0) copy_by_tensor_maps();
+            if (fp8 || thread == 0) copy_by_tensor_maps(thread);
             return;
         }
-        const bool aligned =
-            fa_nv_aligned16(p.q, p.q_stride) && fa_nv_aligned16(p.k, p.k_stride) && fa_nv_aligned16(p.v, p.v_stride);
+        const bool aligned = fa_nv_aligned16<element>(p.q, p.q_stride) && fa_nv_aligned16<element>(p.k, p.k_stride) &&
+                             fa_nv_aligned16<element>(p.v, p.v_stride);
         // Element-wise copies are plain stores, which an ordinary arrival releases.
-        const auto arrive_loaded = [&](int tensor, int fill) {
+        const auto arrive_loaded = [&](unsigned int landed) {
             if (aligned)
-                fa_sm90_mbarrier_arrive_after_copies(full(tensor, fill));
+                fa_sm90_mbarrier_arrive_after_copies(landed);
             else
-                fa_sm90_mbarrier_arrive(full(tensor, fill));
+                fa_sm90_mbarrier_arrive(landed);
         };
         // A tile's rows: Q from its first row, K and V from the sequence's first key.
         const element* k = nullptr;
@@ -373,7 +462,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
             };
             const auto load_values = [&] {
                 fa_wgmma_load_rows<Spec, value_dim, block_k, 1>(
-                    thread, {v_tile(fill % stages)},
+                    thread, {fp8 ? staging : v_tile(fill % stages)},
                     fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {v}, {p.v_stride}), valid_keys,
                     aligned);
             };
@@ -392,14 +481,21 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
                     load_keys();
                     load_values();
                 }
-                arrive_loaded(keys, fill);
+                arrive_loaded(full(keys, fill));
+            } else if constexpr (fp8) {
+                wait_released(keys, fill);
+                load_keys();
+                arrive_loaded(full(keys, fill));
+                load_values();  // into the staging buffer, which the last transpose is done with
+                arrive_loaded(staged);
+                transpose_staged(thread, fill);
             } else {
                 wait_released(keys, fill);
                 load_keys();
-                arrive_loaded(keys, fill);
+                arrive_loaded(full(keys, fill));
                 wait_released(values, fill);
                 load_values();
-                arrive_loaded(values, fill);
+                arrive_loaded(full(values, fill));
             }
         };
         fa_wgmma_walk_fills<Spec>(p, q_empty, key_blocks, tile_begins, step_copies);
@@ -431,10 +527,12 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
     // Every operand's descriptor is one of these moved by a byte offset.
     const unsigned long long my_q = fa_sm90_descriptor(q_tile + 64u * 128u * group, 16, 1024);
     const unsigned long long first_k = fa_sm90_descriptor(k_tile(0), 16, 1024);
-    const unsigned long long first_v = fa_sm90_descriptor(v_tile(0), block_k * 128u, 1024);
+    // V: N-major rows of keys (16-bit), or e4m3's Vt, K-major like K.
+    const unsigned long long first_v =
+        fp8 ? fa_sm90_descriptor(v_tile(0), 16, 1024) : fa_sm90_descriptor(v_tile(0), block_k * 128u, 1024);
     const auto stage_bytes = [&](int fill) { return static_cast<unsigned int>(fill % stages * layout::stage_bytes); };
-    // S = Q K^T, committed as one group. Head dims 16s .. 16s+15 are chunks 2s, 2s+1:
-    // column block s/4, 32(s%4) bytes in.
+    // S = Q K^T, committed as one group. k step s (head dims 16s.. of 16-bit types, 32s..
+    // of e4m3) is 32 bytes of a row: column block s/4, 32(s%4) bytes in.
     const auto issue_scores = [&](int fill, float(&score)[block_k / 2]) {
         const unsigned long long k_stage = fa_sm90_descriptor_plus(first_k, stage_bytes(fill));
 #pragma unroll
@@ -446,18 +544,22 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
         }
         fa_sm90_commit();
     };
-    float out[staged_value_dim / 2];
-    // O += P V, committed as one group. Keys 16s .. 16s+15 are rows 16s.. of V; head
-    // dims c*out_n.. start column block c*out_n/64, and the column blocks of one wgmma
-    // are block_k rows apart.
+    float out[value_columns / 2];
+    // O += P V, committed as one group. 16-bit: keys 16s .. 16s+15 are rows 16s.. of V;
+    // head dims c*out_n.. start column block c*out_n/64, and the column blocks of one
+    // wgmma are block_k rows apart. e4m3: head dims c*out_n.. are rows c*out_n.. of Vt,
+    // and k step s (32 keys) is 32 bytes of each.
+    const auto value_offset = [](int s, int c) {
+        if constexpr (fp8) return static_cast<unsigned int>(c * out_n * 128 + s * 32);
+        return static_cast<unsigned int>((c * out_n / 64) * block_k * 128 + s * 16 * 128);
+    };
     const auto issue_output = [&](int fill, const unsigned int(&probability)[key_slices][4]) {
         const unsigned long long v_stage = fa_sm90_descriptor_plus(first_v, stage_bytes(fill));
 #pragma unroll
         for (int s = 0; s < key_slices; ++s)
 #pragma unroll
             for (int c = 0; c < out_chunks; ++c) {
-                const unsigned long long b =
-                    fa_sm90_descriptor_plus(v_stage, (c * out_n / 64) * block_k * 128u + s * 16u * 128u);
+                const unsigned long long b = fa_sm90_descriptor_plus(v_stage, value_offset(s, c));
                 fa_sm90_wgmma_rs<element, out_n>(*reinterpret_cast<float(*)[out_n / 2]>(&out[c * out_n / 2]),
                                                  probability[s], b);
             }
@@ -465,7 +567,14 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
     };
     const auto rescale = [&](const float(&correction)[2]) {
 #pragma unroll
-        for (int i = 0; i < staged_value_dim / 2; ++i) out[i] *= correction[(i % 4) / 2];
+        for (int i = 0; i < value_columns / 2; ++i) out[i] *= correction[(i % 4) / 2];
+    };
+    // P rounded to the inputs' type, in the A layout of P V's wgmma.
+    const auto pack = [](const float(&score)[block_k / 2], unsigned int(&probability)[key_slices][4]) {
+        if constexpr (fp8)
+            fa_sm90_pack_e4m3<key_tiles>(score, probability);
+        else
+            fa_m16n8_pack<element, key_tiles>(score, probability);
     };
     int first_fill = 0;  // the fill of the tile's step 0
 #pragma unroll 1
@@ -476,10 +585,11 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
         const int steps = blocks.count;
         const int len_q = tile.sequence.len_q, len_k = tile.sequence.len_k;
         const int my_row = tile.row0 + 64 * group + 16 * (warp % 4) + lane / 4;  // and my_row + 8
+        const int kv_head = tile.head / (p.heads_q / p.heads_kv);
         float frame[2] = {fa_neg_inf(), fa_neg_inf()};
         float sum[2] = {0.0f, 0.0f};
 #pragma unroll
-        for (int i = 0; i < staged_value_dim / 2; ++i) out[i] = 0.0f;
+        for (int i = 0; i < value_columns / 2; ++i) out[i] = 0.0f;
 
         // Masks, moves frames and turns S into unrounded P in place; returns whether O
         // must be rescaled by `correction` before the next P V.
@@ -491,7 +601,8 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
             for (int h = 0; h < 2; ++h)
                 visible[h] = masked ? fa_visible_range<Spec>(p, my_row + 8 * h, len_q, len_k) : fa_key_range{0, 0};
             float row_max[2];
-            const float multiplier = fa_m16n8_scores<Spec, key_tiles, true>(p, score, masked, visible, key0, row_max);
+            const float multiplier =
+                fa_m16n8_scores<Spec, key_tiles, true>(p, kv_head, score, masked, visible, key0, row_max);
             const bool moved = fa_m16n8_move_frames(p, len_q, my_row, margin_log2, row_max, frame, sum, correction);
             fa_m16n8_exponentiate<key_tiles>(score, multiplier, frame, sum);
             return __any_sync(0xffffffffu, moved);
@@ -518,7 +629,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
             if constexpr (kv_barriers == 2) release(empty(keys, first_fill));
             if (steps == 1) release(q_empty);
             moved = softmax(0, score, correction);
-            fa_m16n8_pack<element, key_tiles>(score, probability);
+            pack(score, probability);
         }
 #pragma unroll 1
         for (int step = 1; step < steps; ++step) {
@@ -541,7 +652,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
             fa_sm90_hold(out);
             fa_sm90_hold(score);
             release(empty(values, fill - 1));
-            fa_m16n8_pack<element, key_tiles>(score, probability);
+            pack(score, probability);
         }
         if (steps > 0) {
             const int fill = first_fill + steps - 1;
@@ -555,7 +666,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
             release(empty(values, fill));
         }
         first_fill += steps;
-        fa_m16n8_store<Spec, staged_value_dim / 8>(p, tile.sequence, tile.head, my_row, out, frame, sum);
+        fa_m16n8_store<Spec, value_columns / 8>(p, tile.sequence, tile.head, my_row, out, frame, sum);
     }
     if (group == 0) my_turn();  // takes the last group's last pass, so no arrival outlives the block
 }

@@ -144,6 +144,31 @@ FAJIT_DEVICE fa_f16 fa_from_float<fa_f16>(float x) {
 #endif
 }
 
+template <class A, class B>
+struct fa_same_type {
+    static constexpr bool value = false;
+};
+template <class A>
+struct fa_same_type<A, A> {
+    static constexpr bool value = true;
+};
+
+// e4m3 inputs' dequantization for KV head kv_head: the call computes with q, k and v
+// times their factors, so scores take q's times k's and O takes v's. Other dtypes have
+// none, and read nothing.
+struct fa_descale {
+    float scores;
+    float values;
+};
+template <class Spec>
+FAJIT_DEVICE fa_descale fa_descale_of(const fa_params& p, int kv_head) {
+    if constexpr (!fa_same_type<typename Spec::element, fa_e4m3>::value) return {1.0f, 1.0f};
+    const int index = kv_head % p.descale_heads;
+    const float q = p.q_descale ? p.q_descale[index] : 1.0f;
+    const float k = p.k_descale ? p.k_descale[index] : 1.0f;
+    return {q * k, p.v_descale ? p.v_descale[index] : 1.0f};
+}
+
 // Raw 16-bit bits <-> float for the 16-bit element types (bits packed into words).
 template <class T>
 FAJIT_DEVICE float fa_bits_to_float(unsigned int bits) {
@@ -163,6 +188,12 @@ FAJIT_DEVICE unsigned int fa_float_to_bits(float x) {
 FAJIT_DEVICE float fa_neg_inf() { return __uint_as_float(0xff800000u); }
 FAJIT_DEVICE float fa_exp2(float x) { return exp2f(x); }
 FAJIT_DEVICE float fa_log2(float x) { return log2f(x); }
+
+// The scores' factor in log2 units: the softmax scale, with e4m3 inputs' q and k factors.
+template <class Spec>
+FAJIT_DEVICE float fa_scale_log2(const fa_params& p, int kv_head) {
+    return p.scale * fa_descale_of<Spec>(p, kv_head).scores * FAJIT_LOG2E;
+}
 
 // 1/x to about one ulp: a hardware approximation, where a correctly rounded division
 // would cost several instructions per score.
@@ -208,12 +239,12 @@ FAJIT_DEVICE float fa_capped(const fa_soft_cap& cap, float score_log2) {
     return cap.cap_log2 * fa_tanh(score_log2 * cap.inverse);
 }
 
-// How a row ends: O is divided by the row's sum of exponentials and LSE is written.
+// The softmax's denominator of a row: returns its reciprocal and gives the row's LSE.
 // With attention sinks (Spec::sinks) the head's sink logit joins the denominator as one
 // more exponential that weighs no value row, so a row that sees no key outputs zeros
-// and has LSE = sink. Frame and sum are in log2 units; returns what O is multiplied by.
+// and has LSE = sink. Frame and sum are in log2 units.
 template <class Spec>
-FAJIT_DEVICE float fa_row_normalizer(const fa_params& p, int head, float frame, float sum, float& lse) {
+FAJIT_DEVICE float fa_softmax_normalizer(const fa_params& p, int head, float frame, float sum, float& lse) {
     if constexpr (Spec::sinks) {
         const float sink = p.sinks[head] * FAJIT_LOG2E;
         const float top = fmaxf(frame, sink);
@@ -233,6 +264,14 @@ FAJIT_DEVICE float fa_row_normalizer(const fa_params& p, int head, float frame, 
         lse = sum > 0.0f ? (frame + fa_log2(sum)) * FAJIT_LN2 : fa_neg_inf();
         return sum > 0.0f ? 1.0f / sum : 0.0f;
     }
+}
+
+// How a row ends: O is multiplied by what this returns (the softmax's normalizer, times
+// v's factor for e4m3 inputs) and LSE is written.
+template <class Spec>
+FAJIT_DEVICE float fa_row_normalizer(const fa_params& p, int head, float frame, float sum, float& lse) {
+    return fa_softmax_normalizer<Spec>(p, head, frame, sum, lse) *
+           fa_descale_of<Spec>(p, head / (p.heads_q / p.heads_kv)).values;
 }
 
 // ---- wave primitives ------------------------------------------------------------
@@ -469,31 +508,6 @@ FAJIT_DEVICE bool fa_rescale_frame(const fa_params& p, float step_max, float mar
 }
 
 // ---- small shared types -----------------------------------------------------------
-template <class A, class B>
-struct fa_same_type {
-    static constexpr bool value = false;
-};
-template <class A>
-struct fa_same_type<A, A> {
-    static constexpr bool value = true;
-};
-
-// e4m3 inputs' dequantization for KV head kv_head: the call computes with q, k and v
-// times their factors, so scores take q's times k's and O takes v's. Other dtypes have
-// none, and read nothing.
-struct fa_descale {
-    float scores;
-    float values;
-};
-template <class Spec>
-FAJIT_DEVICE fa_descale fa_descale_of(const fa_params& p, int kv_head) {
-    if constexpr (!fa_same_type<typename Spec::element, fa_e4m3>::value) return {1.0f, 1.0f};
-    const int index = kv_head % p.descale_heads;
-    const float q = p.q_descale ? p.q_descale[index] : 1.0f;
-    const float k = p.k_descale ? p.k_descale[index] : 1.0f;
-    return {q * k, p.v_descale ? p.v_descale[index] : 1.0f};
-}
-
 // 16 bytes moved as one 128-bit load or store.
 struct alignas(16) fa_u32x4 {
     unsigned int x, y, z, w;

@@ -34,6 +34,9 @@ FAJIT_DEVICE void fa_nv_cp_async_wait() {
 FAJIT_DEVICE void fa_nv_store_shared_u16(unsigned int shared, unsigned short value) {
     asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(shared), "h"(value) : "memory");
 }
+FAJIT_DEVICE void fa_nv_store_shared_u8(unsigned int shared, unsigned char value) {
+    asm volatile("st.shared.u8 [%0], %1;\n" ::"r"(shared), "r"(static_cast<unsigned int>(value)) : "memory");
+}
 FAJIT_DEVICE void fa_nv_zero_shared16(unsigned int shared) {
     asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(shared), "r"(0u) : "memory");
 }
@@ -64,6 +67,9 @@ template <bool whole_lines = false, class T>
 FAJIT_DEVICE void fa_nv_copy_chunk(unsigned int target, const T* source, bool valid, bool aligned) {
     if (aligned) {
         fa_nv_cp_async16<whole_lines>(target, source, valid ? 16 : 0);
+    } else if constexpr (sizeof(T) == 1) {
+#pragma unroll 1
+        for (int e = 0; e < 16; ++e) fa_nv_store_shared_u8(target + e, valid ? source[e].bits : 0);
     } else {
 #pragma unroll 1
         for (int e = 0; e < 8; ++e) fa_nv_store_shared_u16(target + 2 * e, valid ? source[e].bits : 0);
@@ -146,12 +152,14 @@ FAJIT_DEVICE fa_nv_key_block<Spec, rows, count> fa_nv_key_block_of(const fa_para
                                                       fa_nv_block_page<Spec, rows>(p, sequence, key0), start, stride);
 }
 
-// Whether a tensor can be copied in 16-byte chunks: base and every stride aligned. That
-// covers every row of every layout: a paged row is the base plus page, head and slot
-// strides, a ragged one the base plus head and token strides.
+// Whether a tensor of T can be copied in 16-byte chunks: base and every stride (in
+// elements) aligned. That covers every row of every layout: a paged row is the base plus
+// page, head and slot strides, a ragged one the base plus head and token strides.
+template <class T>
 FAJIT_DEVICE bool fa_nv_aligned16(const void* pointer, const long long (&stride)[3]) {
-    return (reinterpret_cast<unsigned long long>(pointer) % 16 == 0) && stride[0] % 8 == 0 && stride[1] % 8 == 0 &&
-           stride[2] % 8 == 0;
+    constexpr long long chunk = 16 / sizeof(T);
+    return (reinterpret_cast<unsigned long long>(pointer) % 16 == 0) && stride[0] % chunk == 0 &&
+           stride[1] % chunk == 0 && stride[2] % chunk == 0;
 }
 
 // ---- softmax on 16-row accumulator tiles ------------------------------------------
@@ -196,11 +204,11 @@ FAJIT_DEVICE void fa_m16n8_mask_and_reduce(float (&s)[4 * key_tiles], float scal
 // a score fewer: wgmma-sm90's seed shape with a cap took 0.495 ms against 0.523 with
 // only the one factor (H200). mma-sm80 keeps fa_capped, since the run-time factor costs
 // it the register that, with window, cap and sinks at once, tips it into spilling.
-// Returns the factor the scores still need.
+// Returns the factor the scores still need. kv_head picks e4m3 inputs' factors.
 template <class Spec, int key_tiles, bool cap_in_exponent = false>
-FAJIT_DEVICE float fa_m16n8_scores(const fa_params& p, float (&s)[4 * key_tiles], bool masked,
+FAJIT_DEVICE float fa_m16n8_scores(const fa_params& p, int kv_head, float (&s)[4 * key_tiles], bool masked,
                                    const fa_key_range (&visible)[2], int key0, float (&row_max)[2]) {
-    const float scale_log2 = p.scale * FAJIT_LOG2E;
+    const float scale_log2 = fa_scale_log2<Spec>(p, kv_head);
     if constexpr (Spec::softcap) {
         const fa_soft_cap cap = fa_soft_cap_of(p);
         if constexpr (cap_in_exponent) {
@@ -282,7 +290,7 @@ FAJIT_DEVICE void fa_m16n8_store(const fa_params& p, const fa_sequence& sequence
     using T = typename Spec::out_element;
     const int t = static_cast<int>(threadIdx.x) % 4;
     T* o = static_cast<T*>(p.o) + fa_row_offset(p.o_stride, sequence, head, 0);
-    const bool aligned = fa_nv_aligned16(p.o, p.o_stride);
+    const bool aligned = fa_nv_aligned16<T>(p.o, p.o_stride);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         float total = sum[h];

@@ -125,45 +125,124 @@ FAJIT_DEVICE void fa_sm90_hold(float (&d)[count]) {
     "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
     "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 // D (+)= A B for a 64xN D, both operands K-major in shared memory; `accumulate` 0
-// overwrites D.
-#define FA_SM90_WGMMA_SS(shape, type, regs, acc, a_op, b_op, flag_op)                                                 \
+// overwrites D. `immediates` are the scales of A and B (1: as they are) and, for 16-bit
+// types, their transposes (0: K-major); 8-bit types are K-major only and take none.
+#define FA_SM90_WGMMA_SS(shape, type, immediates, regs, acc, a_op, b_op, flag_op)                                     \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " flag_op ", 0;\nwgmma.mma_async.sync.aligned." shape ".f32." type \
-                 "." type " " regs ", " a_op ", " b_op ", p, 1, 1, 0, 0;\n}\n"                                        \
+                 "." type " " regs ", " a_op ", " b_op ", p, " immediates ";\n}\n"                                    \
                  : acc                                                                                                \
                  : "l"(a), "l"(b), "r"(accumulate))
-// D += A B for a 64xN D, A from registers, B N-major in shared memory (always
-// accumulates; the predicate is set from a register because PTX wants one).
-#define FA_SM90_WGMMA_RS(shape, type, regs, acc, a_ops, b_op, flag_op)                                                \
+// D += A B for a 64xN D, A from registers, B in shared memory (always accumulates; the
+// predicate is set from a register because PTX wants one). 16-bit B is read N-major
+// (the last immediate, 1); 8-bit B can only be K-major.
+#define FA_SM90_WGMMA_RS(shape, type, immediates, regs, acc, a_ops, b_op, flag_op)                                    \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, " flag_op ", 0;\nwgmma.mma_async.sync.aligned." shape ".f32." type \
-                 "." type " " regs ", " a_ops ", " b_op ", p, 1, 1, 1;\n}\n"                                          \
+                 "." type " " regs ", " a_ops ", " b_op ", p, " immediates ";\n}\n"                                   \
                  : acc                                                                                                \
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+
+// One instruction's K: 16 elements of 16-bit types, 32 of e4m3 (32 bytes either way).
+template <class T>
+inline constexpr int fa_sm90_k_step = fa_same_type<T, fa_e4m3>::value ? 32 : 16;
 
 template <class T, int n>
 FAJIT_DEVICE void fa_sm90_wgmma_ss(float (&d)[n / 2], unsigned long long a, unsigned long long b, int accumulate) {
     static_assert(n == 64 || n == 128, "wgmma wrappers exist for N = 64 and 128");
-    constexpr bool bf16 = fa_same_type<T, fa_bf16>::value;
-    if constexpr (n == 64 && bf16)
-        FA_SM90_WGMMA_SS("m64n64k16", "bf16", FA_SM90_REGS32, FA_SM90_ACC32(d), "%32", "%33", "%34");
+    constexpr bool bf16 = fa_same_type<T, fa_bf16>::value, e4m3 = fa_same_type<T, fa_e4m3>::value;
+    if constexpr (n == 64 && e4m3)
+        FA_SM90_WGMMA_SS("m64n64k32", "e4m3", "1, 1", FA_SM90_REGS32, FA_SM90_ACC32(d), "%32", "%33", "%34");
+    else if constexpr (n == 64 && bf16)
+        FA_SM90_WGMMA_SS("m64n64k16", "bf16", "1, 1, 0, 0", FA_SM90_REGS32, FA_SM90_ACC32(d), "%32", "%33", "%34");
     else if constexpr (n == 64)
-        FA_SM90_WGMMA_SS("m64n64k16", "f16", FA_SM90_REGS32, FA_SM90_ACC32(d), "%32", "%33", "%34");
+        FA_SM90_WGMMA_SS("m64n64k16", "f16", "1, 1, 0, 0", FA_SM90_REGS32, FA_SM90_ACC32(d), "%32", "%33", "%34");
+    else if constexpr (e4m3)
+        FA_SM90_WGMMA_SS("m64n128k32", "e4m3", "1, 1", FA_SM90_REGS64, FA_SM90_ACC64(d), "%64", "%65", "%66");
     else if constexpr (bf16)
-        FA_SM90_WGMMA_SS("m64n128k16", "bf16", FA_SM90_REGS64, FA_SM90_ACC64(d), "%64", "%65", "%66");
+        FA_SM90_WGMMA_SS("m64n128k16", "bf16", "1, 1, 0, 0", FA_SM90_REGS64, FA_SM90_ACC64(d), "%64", "%65", "%66");
     else
-        FA_SM90_WGMMA_SS("m64n128k16", "f16", FA_SM90_REGS64, FA_SM90_ACC64(d), "%64", "%65", "%66");
+        FA_SM90_WGMMA_SS("m64n128k16", "f16", "1, 1, 0, 0", FA_SM90_REGS64, FA_SM90_ACC64(d), "%64", "%65", "%66");
 }
 
+// A is the warp's 16 rows of P in the mma.sync A layout of the type: m16n8k16's for
+// 16-bit types (fa_m16n8_pack), m16n8k32's for e4m3 (fa_sm90_pack_e4m3).
 template <class T, int n>
 FAJIT_DEVICE void fa_sm90_wgmma_rs(float (&d)[n / 2], const unsigned int (&a)[4], unsigned long long b) {
     static_assert(n == 64 || n == 128, "wgmma wrappers exist for N = 64 and 128");
-    constexpr bool bf16 = fa_same_type<T, fa_bf16>::value;
-    if constexpr (n == 64 && bf16)
-        FA_SM90_WGMMA_RS("m64n64k16", "bf16", FA_SM90_REGS32, FA_SM90_ACC32(d), "{%32, %33, %34, %35}", "%36", "%37");
+    constexpr bool bf16 = fa_same_type<T, fa_bf16>::value, e4m3 = fa_same_type<T, fa_e4m3>::value;
+    if constexpr (n == 64 && e4m3)
+        FA_SM90_WGMMA_RS("m64n64k32", "e4m3", "1, 1", FA_SM90_REGS32, FA_SM90_ACC32(d), "{%32, %33, %34, %35}", "%36",
+                         "%37");
+    else if constexpr (n == 64 && bf16)
+        FA_SM90_WGMMA_RS("m64n64k16", "bf16", "1, 1, 1", FA_SM90_REGS32, FA_SM90_ACC32(d), "{%32, %33, %34, %35}",
+                         "%36", "%37");
     else if constexpr (n == 64)
-        FA_SM90_WGMMA_RS("m64n64k16", "f16", FA_SM90_REGS32, FA_SM90_ACC32(d), "{%32, %33, %34, %35}", "%36", "%37");
+        FA_SM90_WGMMA_RS("m64n64k16", "f16", "1, 1, 1", FA_SM90_REGS32, FA_SM90_ACC32(d), "{%32, %33, %34, %35}", "%36",
+                         "%37");
+    else if constexpr (e4m3)
+        FA_SM90_WGMMA_RS("m64n128k32", "e4m3", "1, 1", FA_SM90_REGS64, FA_SM90_ACC64(d), "{%64, %65, %66, %67}", "%68",
+                         "%69");
     else if constexpr (bf16)
-        FA_SM90_WGMMA_RS("m64n128k16", "bf16", FA_SM90_REGS64, FA_SM90_ACC64(d), "{%64, %65, %66, %67}", "%68", "%69");
+        FA_SM90_WGMMA_RS("m64n128k16", "bf16", "1, 1, 1", FA_SM90_REGS64, FA_SM90_ACC64(d), "{%64, %65, %66, %67}",
+                         "%68", "%69");
     else
-        FA_SM90_WGMMA_RS("m64n128k16", "f16", FA_SM90_REGS64, FA_SM90_ACC64(d), "{%64, %65, %66, %67}", "%68", "%69");
+        FA_SM90_WGMMA_RS("m64n128k16", "f16", "1, 1, 1", FA_SM90_REGS64, FA_SM90_ACC64(d), "{%64, %65, %66, %67}",
+                         "%68", "%69");
+}
+
+// ---- e4m3 operands ------------------------------------------------------------------
+// P as the A operand of an e4m3 wgmma. The m16n8k32 A fragment gives a lane (g = lane/4,
+// t = lane%4) the four bytes of K positions 4t..4t+3 (register 0: row g, 1: row g+8)
+// and 16+4t.. (registers 2 and 3), while the m16n8 accumulators of S give it keys
+// 2t, 2t+1 of each 8-key tile. Rather than moving bytes between lanes, each lane packs
+// its own: 32-key slice s's registers 0 and 1 hold key tiles 4s and 4s+1, registers 2
+// and 3 tiles 4s+2 and 4s+3, so K position 4t+i of the slice's first half is key
+// 2t + i%2 + 8(i/2) (fa_sm90_e4m3_key), and the same 16 further in the second half. V's
+// transposed rows are written in that key order (fa_sm90_transpose_e4m3), so the
+// product sums the same pairs.
+FAJIT_DEVICE int fa_sm90_e4m3_key(int position) {
+    const int half = position / 16 * 16, t = position % 16 / 4, i = position % 4;
+    return half + 2 * t + i % 2 + 8 * (i / 2);
+}
+
+// Four floats rounded to e4m3 (saturating to +-448) in one register, a in the low byte.
+FAJIT_DEVICE unsigned int fa_sm90_pack4_e4m3(float a, float b, float c, float d) {
+    unsigned short low, high;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(low) : "f"(b), "f"(a));
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(high) : "f"(d), "f"(c));
+    return static_cast<unsigned int>(low) | static_cast<unsigned int>(high) << 16;
+}
+
+template <int key_tiles>
+FAJIT_DEVICE void fa_sm90_pack_e4m3(const float (&p)[4 * key_tiles], unsigned int (&probability)[key_tiles / 4][4]) {
+#pragma unroll
+    for (int s = 0; s < key_tiles / 4; ++s) {
+        const float* first = p + 16 * s;  // tiles 4s, 4s+1: rows g (elements 0, 1) and g+8 (2, 3)
+        const float* second = first + 8;  // tiles 4s+2, 4s+3
+        probability[s][0] = fa_sm90_pack4_e4m3(first[0], first[1], first[4], first[5]);
+        probability[s][1] = fa_sm90_pack4_e4m3(first[2], first[3], first[6], first[7]);
+        probability[s][2] = fa_sm90_pack4_e4m3(second[0], second[1], second[4], second[5]);
+        probability[s][3] = fa_sm90_pack4_e4m3(second[2], second[3], second[6], second[7]);
+    }
+}
+
+// Bytes of four words as a 4x4 matrix, transposed: word j of the result holds byte j
+// of rows[0..3], rows[0]'s in its low byte.
+FAJIT_DEVICE void fa_sm90_transpose4x4(const unsigned int (&rows)[4], unsigned int (&columns)[4]) {
+    const unsigned int t0 = __byte_perm(rows[0], rows[1], 0x5140), t1 = __byte_perm(rows[0], rows[1], 0x7362);
+    const unsigned int t2 = __byte_perm(rows[2], rows[3], 0x5140), t3 = __byte_perm(rows[2], rows[3], 0x7362);
+    columns[0] = __byte_perm(t0, t2, 0x5410);
+    columns[1] = __byte_perm(t0, t2, 0x7632);
+    columns[2] = __byte_perm(t1, t3, 0x5410);
+    columns[3] = __byte_perm(t1, t3, 0x7632);
+}
+
+FAJIT_DEVICE void fa_sm90_load_shared16(unsigned int shared, unsigned int (&words)[4]) {
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(words[0]), "=r"(words[1]), "=r"(words[2]), "=r"(words[3])
+                 : "r"(shared)
+                 : "memory");
+}
+FAJIT_DEVICE void fa_sm90_store_shared4(unsigned int shared, unsigned int value) {
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(shared), "r"(value) : "memory");
 }
 #endif

@@ -46,9 +46,10 @@ struct LaunchShape {
 // 128-byte swizzle; rows and columns past the ends land as zeros.
 struct TensorMapRequest {
     const void* base = nullptr;          // device address, 16-byte aligned
+    std::uint32_t element_bytes = 2;     // 1 or 2; elements are copied as raw bits
     std::uint64_t extents[4] = {};       // columns, rows, heads, batch
     std::uint64_t stride_bytes[3] = {};  // of a row, a head, a batch: multiples of 16
-    std::uint32_t box[2] = {};           // columns (64: one swizzle row of 16-bit elements), rows
+    std::uint32_t box[2] = {};           // columns (one 128-byte swizzle row: 64 or 128), rows
 };
 // The encoded map, which a kernel reads as a by-value argument (fa_tensor_map).
 using TensorMap = std::array<std::byte, 128>;

@@ -464,10 +464,11 @@ public:
         const cuuint32_t box[4] = {request.box[0], request.box[1], 1, 1};
         const cuuint32_t element_strides[4] = {1, 1, 1, 1};
         CUtensorMap encoded;
-        // 16-bit elements as raw bits: a copy needs no arithmetic type, and zeros fill the same.
+        // Elements as raw bits: a copy needs no arithmetic type, and zeros fill the same.
+        const auto type = request.element_bytes == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_UINT16;
         const CUresult status =
-            api.encode_tiled(&encoded, CU_TENSOR_MAP_DATA_TYPE_UINT16, 4, const_cast<void*>(request.base), extents,
-                             strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+            api.encode_tiled(&encoded, type, 4, const_cast<void*>(request.base), extents, strides, box, element_strides,
+                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
         if (status != CUDA_SUCCESS) return "cuTensorMapEncodeTiled: " + api.describe(status);
         std::memcpy(map.data(), &encoded, sizeof encoded);

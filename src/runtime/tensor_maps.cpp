@@ -6,14 +6,14 @@
 namespace fajit {
 namespace {
 
-constexpr std::uint64_t element_bytes = 2;  // the families that read maps take 16-bit inputs
-constexpr std::uint32_t box_columns = 64;   // one 128-byte swizzle row
+constexpr std::uint32_t swizzle_bytes = 128;  // a box is one 128-byte swizzle row wide
 
 // One tensor's map; empty on success, else why not, naming the tensor.
-std::string plan_one(const char* name, const void* base, const Strides& strides, int columns, int rows, int heads,
-                     int batch, int box_rows, TensorMapRequest& map) {
+std::string plan_one(const char* name, const void* base, std::uint64_t element_bytes, const Strides& strides,
+                     int columns, int rows, int heads, int batch, int box_rows, TensorMapRequest& map) {
     if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0) return std::string(name) + " is not 16-byte aligned";
     map.base = base;
+    map.element_bytes = static_cast<std::uint32_t>(element_bytes);
     map.extents[0] = static_cast<std::uint64_t>(columns);
     map.extents[1] = static_cast<std::uint64_t>(rows);
     map.extents[2] = static_cast<std::uint64_t>(heads);
@@ -32,7 +32,7 @@ std::string plan_one(const char* name, const void* base, const Strides& strides,
         }
         below = map.stride_bytes[d] * map.extents[d + 1];
     }
-    map.box[0] = box_columns;
+    map.box[0] = swizzle_bytes / static_cast<std::uint32_t>(element_bytes);
     map.box[1] = static_cast<std::uint32_t>(box_rows);
     return {};
 }
@@ -41,15 +41,16 @@ std::string plan_one(const char* name, const void* base, const Strides& strides,
 
 std::string plan_tensor_maps(const KernelSpec& spec, const AttentionArgs& args, std::array<TensorMapRequest, 3>& maps) {
     if (args.kv_layout != KvLayout::dense) return "a batched layout (its rows are looked up per sequence)";
-    if (auto why = plan_one("q", args.q, args.q_strides, args.head_dim, args.len_q, args.heads_q, args.batch,
+    const auto bytes = static_cast<std::uint64_t>(element_bytes(args.dtype));
+    if (auto why = plan_one("q", args.q, bytes, args.q_strides, args.head_dim, args.len_q, args.heads_q, args.batch,
                             spec.block_q, maps[0]);
         !why.empty())
         return why;
-    if (auto why = plan_one("k", args.k, args.k_strides, args.head_dim, args.len_k, args.heads_kv, args.batch,
+    if (auto why = plan_one("k", args.k, bytes, args.k_strides, args.head_dim, args.len_k, args.heads_kv, args.batch,
                             spec.block_k, maps[1]);
         !why.empty())
         return why;
-    return plan_one("v", args.v, args.v_strides, value_head_dim(args), args.len_k, args.heads_kv, args.batch,
+    return plan_one("v", args.v, bytes, args.v_strides, value_head_dim(args), args.len_k, args.heads_kv, args.batch,
                     spec.block_k, maps[2]);
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // Tensor maps (Hopper's TMA descriptors) of a dense call's Q, K and V, for families that
 // copy through them (FamilyDescriptor::reads_tensor_maps). Each map describes one tensor
-// [batch, heads, rows, head dim] and the box of 64 head dims by a tile's rows that one
-// copy moves; a kernel copies a wider row as one box per 64 head dims.
+// [batch, heads, rows, head dim] and the box of one 128-byte swizzle row of head dims (64
+// 16-bit or 128 e4m3 elements) by a tile's rows that one copy moves; a kernel copies a
+// wider row as one box per swizzle row.
 #include <array>
 #include <string>
 

@@ -102,6 +102,37 @@ TEST_CASE("wgmma-sm90: every head dim, dtype, causal mode and margin compiles fo
     check_no_spills(specs, *backend);
 }
 
+TEST_CASE(
+    "wgmma-sm90 with e4m3: every head dim it takes, both outputs, causal modes and features compile without "
+    "spills") {
+    const Backend* backend = compiler_for("sm_90a");
+    if (!backend) return;
+    std::vector<KernelSpec> specs;
+    for (int head_dim : {32, 64, 96, 128})
+        for (DType out : {DType::f16, DType::bf16})
+            for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right}) {
+                KernelSpec spec = family_spec("wgmma-sm90", "sm_90a", head_dim, DType::e4m3, causal, 6.0f);
+                spec.out_dtype = out;
+                // Every feature on in one causal mode, so their registers are counted too.
+                spec.window = spec.softcap = spec.sinks = causal == CausalMode::bottom_right;
+                REQUIRE_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
+                specs.push_back(spec);
+            }
+    check_no_spills(specs, *backend);
+}
+
+TEST_CASE("wgmma-sm90 says which e4m3 specs it cannot take") {
+    const auto error_of = [](const std::string& text) { return parse_spec(text).error; };
+    const std::string head = "family=wgmma-sm90,dtype=e4m3,out=bf16,";
+    CHECK(error_of(head + "d=128,arch=sm_90a").empty());
+    CHECK(error_of(head + "d=80,arch=sm_90a").find("d=80: family wgmma-sm90 with e4m3 needs a multiple of 32") == 0);
+    CHECK(error_of(head + "d=256,arch=sm_90a").find("d=256") == 0);
+    CHECK(error_of(head + "d=128,bk=64,arch=sm_90a").find("bk=64: family wgmma-sm90 with e4m3 needs 128") == 0);
+    CHECK(error_of(head + "d=128,kv=paged,page=16,arch=sm_90a").find("kv=paged") == 0);
+    CHECK(error_of(head + "d=128,dv=64,arch=sm_90a").find("dv=64") == 0);
+    CHECK(error_of(head + "d=128,margin=10,arch=sm_90a").find("margin=10: with dtype e4m3") == 0);
+}
+
 TEST_CASE("mma-sm80 and wgmma-sm90 take ragged and paged K/V: a covering sample compiles without spills") {
     const Backend* backend = compiler_for("sm_90a");
     if (!backend) return;

@@ -193,7 +193,91 @@ void check_persistent_tiles() {
     }
 }
 
+// e4m3 inputs on wgmma-sm90, against the f64 reference: the TMA copies (aligned layouts),
+// the cp.async ones (a runtime with FAJIT_TENSOR_MAPS=0) and the element-wise ones (the
+// padded layout's rows are off 16 bytes), with descale factors per tensor and per KV
+// head, both output dtypes, and the model features on some cases.
+// Tolerance: P is rounded to e4m3 before P V. A normal P element moves by at most its
+// unit roundoff u (2^-4), which moves O by at most u max|v|; one under 2^-6 moves by at
+// most 2^-10 absolutely, and the rows' sums are at least 1 (their largest term is 2^0),
+// so n such terms move O by about sqrt(n) 2^-10 / sqrt(3) max|v| (independent roundings):
+// 0.018 max|v| at 1000 keys, inside a second u. Scores are wide (scale 8/sqrt(d)), so a
+// row's weight sits on few keys and a key paired with the wrong V row moves O by far
+// more than that.
+void check_e4m3() {
+    Options options = gpu_test_options(false);
+    options.tensor_maps = false;
+    Runtime without_maps(options);
+    const std::pair<int, int> lengths[] = {{1, 1}, {7, 129}, {129, 1000}, {1000, 1000}, {1000, 129}};
+    const std::vector<float> none, per_tensor = {0.5f}, per_head = {2.0f, 0.25f};
+    const auto shape_of = [&](int head_dim, DType out, CausalMode causal, std::pair<int, int> lengths, int index) {
+        CaseShape shape;
+        shape.heads_kv = 2;
+        shape.heads_q = 8;
+        shape.batch = 1 + index % 2;
+        shape.len_q = lengths.first;
+        shape.len_k = lengths.second;
+        shape.head_dim = head_dim;
+        shape.dtype = DType::e4m3;
+        shape.o_dtype = out;
+        shape.causal = causal;
+        shape.scale = 8.0f / std::sqrt(static_cast<float>(head_dim));
+        shape.layout = static_cast<Layout>(index % 3);
+        shape.with_lse = index % 2 == 0;
+        const std::vector<float>& factors = index % 3 == 0 ? none : index % 3 == 1 ? per_tensor : per_head;
+        shape.q_descale = shape.k_descale = shape.v_descale = factors;
+        if (index % 7 == 3) {
+            shape.softcap = 20.0f;
+            shape.window = SlidingWindow{200, -1};
+            shape.sinks.assign(static_cast<std::size_t>(shape.heads_q), 0.5f);
+        }
+        return shape;
+    };
+    const auto spec_of = [](const CaseShape& shape) {
+        return with_features(
+            family_spec("wgmma-sm90", gpu_test_arch(), shape.head_dim, DType::e4m3, shape.causal, 6.0f), shape);
+    };
+    struct Case {
+        CaseShape shape;
+        KernelSpec spec;
+    };
+    std::vector<Case> cases;
+    std::vector<KernelSpec> specs;
+    for (int head_dim : {32, 64, 96, 128})
+        for (DType out : {DType::f16, DType::bf16})
+            for (CausalMode causal : {CausalMode::none, CausalMode::top_left, CausalMode::bottom_right})
+                for (auto length : lengths) {
+                    const CaseShape shape = shape_of(head_dim, out, causal, length, static_cast<int>(cases.size()));
+                    cases.push_back({shape, spec_of(shape)});
+                    specs.push_back(cases.back().spec);
+                }
+    REQUIRE(prepare_all(gpu_test_runtime(), specs) == 0);
+    int failures = 0;
+    double worst = 0.0;
+    std::uint64_t seed = 300;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        const auto& [shape, spec] = cases[i];
+        const CaseInputs inputs = random_inputs(shape, seed++);
+        Runtime& runtime = i % 4 == 1 ? without_maps : gpu_test_runtime();
+        const auto run = run_on_device(runtime, spec, shape, inputs);
+        const double tolerance = output_tolerance(shape, inputs, 2.0 * unit_roundoff(DType::e4m3));
+        const auto result = compare(shape, run.outputs, reference_attention(shape, inputs), tolerance);
+        worst = std::max(worst, result.max_error);
+        if (result.bad_elements) {
+            ++failures;
+            FAIL_CHECK(to_string(spec) << " " << shape.describe() << (i % 4 == 1 ? " cp.async" : "") << ": "
+                                       << result.bad_elements << " bad, first " << result.first_bad);
+        }
+    }
+    std::printf("wgmma-sm90 e4m3 sweep: %zu cases, %d failed; max abs error %.3g\n", cases.size(), failures, worst);
+    CHECK(failures == 0);
+}
+
 }  // namespace
+
+TEST_CASE("wgmma-sm90 takes e4m3 inputs through each copy path, with descale factors and features") {
+    if (!skip_unless_runs("wgmma-sm90")) check_e4m3();
+}
 
 TEST_CASE("wgmma-sm90 blocks walk several query tiles each and still match the reference") {
     if (!skip_unless_runs("wgmma-sm90")) check_persistent_tiles();
