@@ -91,6 +91,7 @@ TEST_CASE("a dense call's maps give each tensor's extents, byte strides and a 64
     CHECK(std::vector<std::uint64_t>(q.stride_bytes, q.stride_bytes + 3) ==
           std::vector<std::uint64_t>{256, 300 * 256, 8 * 300 * 256});
     CHECK(q.box[0] == 64);
+    CHECK(q.element_bytes == 2);
     CHECK(q.box[1] == static_cast<std::uint32_t>(spec.block_q));
     const TensorMapRequest& k = maps[1];
     CHECK(k.base == args.k);
@@ -102,6 +103,27 @@ TEST_CASE("a dense call's maps give each tensor's extents, byte strides and a 64
     CHECK(v.base == args.v);
     CHECK(v.extents[0] == 64);  // V's own head dim
     CHECK(v.stride_bytes[0] == 2 * 128);
+}
+
+TEST_CASE("e4m3 maps count bytes of one-byte elements, and a box is 128 of them (one swizzle row)") {
+    const KernelSpec spec = *parse_spec("family=wgmma-sm90,d=128,dtype=e4m3,out=bf16,arch=sm_90a").spec;
+    AttentionArgs args = DenseCall().args();
+    args.dtype = DType::e4m3;
+    args.o_dtype = DType::bf16;
+    args.head_dim_v = 0;
+    args.v_strides = args.k_strides;
+    std::array<TensorMapRequest, 3> maps;
+    REQUIRE(plan_tensor_maps(spec, args, maps) == "");
+    for (const TensorMapRequest& map : maps) {
+        CHECK(map.element_bytes == 1);
+        CHECK(map.box[0] == 128);
+    }
+    CHECK(std::vector<std::uint64_t>(maps[0].stride_bytes, maps[0].stride_bytes + 3) ==
+          std::vector<std::uint64_t>{128, 300 * 128, 8 * 300 * 128});
+    CHECK(maps[1].stride_bytes[0] == 2 * 128);
+    // A row of 136 one-byte elements is off 16 bytes.
+    args.k_strides.sequence = 136;
+    CHECK(plan_tensor_maps(spec, args, maps).find("k has a stride off 16 bytes") != std::string::npos);
 }
 
 TEST_CASE("a dimension of one index takes a tight stride, whatever the caller passed") {
