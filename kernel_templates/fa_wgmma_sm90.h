@@ -46,7 +46,7 @@
 // pages (page_size < block_k), whose rows the producer looks up one by one.
 
 template <int value, int step>
-inline constexpr int fa_wgmma_round_up = (value + step - 1) / step* step;
+inline constexpr int fa_wgmma_round_up = ((value + step - 1) / step) * step;
 
 template <class Spec>
 struct fa_wgmma_layout {
