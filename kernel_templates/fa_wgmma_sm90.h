@@ -56,9 +56,9 @@ struct fa_wgmma_layout {
     // in Q and K holds zeros written once (the copies never write it); P V covers O's
     // columns (value_columns, head_dim_v rounded up to 64), and the columns of O past
     // head_dim_v are never stored.
-    // e4m3 (fp8): wgmma reads 8-bit B operands K-major only, so V's rows land in one
-    // staging buffer and the producer writes each stage's V transposed (Vt: a 128-byte
-    // row of block_k keys per column of O, in the key order fa_sm90_e4m3_key gives).
+    // e4m3 (fp8): wgmma reads 8-bit B operands K-major only, so V's rows land in one of
+    // two staging buffers and the producer writes each stage's V transposed (Vt: a
+    // 128-byte row of block_k keys per column of O, in the key order fa_sm90_e4m3_key gives).
     using element = typename Spec::element;
     static constexpr bool fp8 = fa_same_type<element, fa_e4m3>::value;
     static constexpr int element_bytes = fp8 ? 1 : 2;
@@ -73,11 +73,12 @@ struct fa_wgmma_layout {
     static constexpr int q_bytes = Spec::block_q * staged_dim * element_bytes;
     static constexpr int k_bytes = Spec::block_k * staged_dim * element_bytes;
     static constexpr int v_bytes = fp8 ? value_columns * Spec::block_k : Spec::block_k * staged_value_dim * 2;
-    static constexpr int staging_bytes = fp8 ? Spec::block_k * staged_value_dim : 0;
+    static constexpr int staging_bytes = fp8 ? Spec::block_k * staged_value_dim : 0;  // each of two
     static constexpr int stage_bytes = k_bytes + v_bytes;
-    static constexpr int tile_bytes = q_bytes + stages * stage_bytes + staging_bytes;  // then the mbarriers
-    // Full and empty for K and V a stage, Q's, and with e4m3 the staging buffer's.
-    static constexpr int barrier_bytes = 8 * (4 * stages + 1 + (fp8 ? 1 : 0));
+    static constexpr int tile_bytes = q_bytes + stages * stage_bytes + 2 * staging_bytes;  // then the mbarriers
+    // Full and empty for K and V a stage, Q's, and with e4m3 full and free for each
+    // staging buffer.
+    static constexpr int barrier_bytes = 8 * (4 * stages + 1 + (fp8 ? 4 : 0));
     static constexpr int alignment = 1024;  // slack for aligning the start
     static constexpr int bytes = alignment + tile_bytes + barrier_bytes;
     static_assert(!fp8 || Spec::block_k == 128, "e4m3's transposed V rows are one 128-byte swizzle row of keys");
@@ -172,7 +173,7 @@ FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[coun
         fa_wgmma_copy_rows<Spec, row_dim, rows, count, true, false>(thread, tile, source, valid_rows);
 }
 
-// e4m3: the producer warpgroup's 128 threads write the staged V rows (block_k keys of
+// e4m3: `threads` producer threads write the staged V rows (block_k keys of
 // staged_value_dim bytes, swizzled like every tile) into a stage's Vt, whose row d holds
 // head dim d of the block's keys, K position j being key j / 32 * 32 + fa_sm90_e4m3_key(j % 32)
 // (the order P's registers hold them in). A thread takes 16 head dims of the four keys
@@ -180,16 +181,14 @@ FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[coun
 // A warp's 32 words are one Vt row (no bank conflicts on the stores); its loads come from
 // 4 swizzle positions a quarter-warp, two lanes a bank group.
 template <class Spec>
-FAJIT_DEVICE void fa_wgmma_transpose_values(int thread, unsigned int staging, unsigned int transposed) {
+FAJIT_DEVICE void fa_wgmma_transpose_values(int thread, int threads, unsigned int staging, unsigned int transposed) {
     using layout = fa_wgmma_layout<Spec>;
     constexpr int words = Spec::block_k / 4;  // of a Vt row
     constexpr int units = words * (layout::value_columns / 16);
-    static_assert(units % 128 == 0, "the producer's threads share the transpose evenly");
-    // Rolled: unrolled, the passes took the producer past its 56 registers (252 bytes of
-    // spills at d=128, sm_90a ptxas).
+    // Rolled: unrolled, it took the producer past its registers (252 bytes of spills at
+    // d=128 with 56, sm_90a ptxas).
 #pragma unroll 1
-    for (int pass = 0; pass < units / 128; ++pass) {
-        const int unit = thread + 128 * pass;
+    for (int unit = thread; unit < units; unit += threads) {
         const int word = unit % words, chunk = unit / words;
         const int key = word / 8 * 32 + fa_sm90_e4m3_key(4 * word % 32);
         const int keys[4] = {key, key + 1, key + 8, key + 9};
@@ -297,7 +296,8 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
     const unsigned int q_tile = shared;
     const auto k_tile = [&](int stage) { return shared + layout::q_bytes + stage * layout::stage_bytes; };
     const auto v_tile = [&](int stage) { return k_tile(stage) + layout::k_bytes; };
-    const unsigned int staging = k_tile(stages);  // e4m3: V's rows before their transpose
+    // e4m3: V's rows before their transpose, in one of two buffers.
+    const auto staging = [&](int buffer) { return k_tile(stages) + buffer * layout::staging_bytes; };
     // Barriers of tensor `keys` or `values` of a stage. full: the stage's K (or V) has
     // landed, every producer thread's copies; empty: every consumer warp is done reading
     // it. A step's P V runs beside the next step's Q K^T, so a stage's K is done a half
@@ -309,8 +309,9 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
     // A tile's Q lands with its first fill; q_empty tells the producer that every
     // consumer warp has done the tile's last Q K^T, so the next tile's Q may overwrite it.
     // e4m3 keeps K's and V's barriers apart at any stage count: V is ready only once the
-    // producer has transposed it, well after K has landed. `staged` completes a phase per
-    // fill when V's rows are in the staging buffer.
+    // producer has transposed it, well after K has landed. With tensor maps fill f's V
+    // goes to staging buffer f % 2: staged(buffer) completes a phase when the rows are in
+    // it, staging_free(buffer) when they have been transposed and it may take fill f + 2.
     constexpr int kv_barriers = stages >= 3 && !fp8 ? 1 : 2;
     constexpr int keys = 0, values = 1;
     const auto barrier = [&](int index) { return shared + layout::tile_bytes + 8u * index; };
@@ -319,7 +320,12 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
         return barrier((2 + tensor % kv_barriers) * stages + fill % stages);
     };
     const unsigned int q_empty = barrier(4 * stages);
-    const unsigned int staged = barrier(4 * stages + 1);
+    const auto staged = [&](int buffer) { return barrier(4 * stages + 1 + buffer); };
+    const auto staging_free = [&](int buffer) { return barrier(4 * stages + 3 + buffer); };
+    // With tensor maps, e4m3's producer splits: thread 0 issues every copy, warps 1-3
+    // transpose (fa_wgmma_walk_fills' comment below); with cp.async all 128 copy, then
+    // transpose.
+    constexpr int transposers = 96;
     const bool tensor_copies = Spec::kv_layout == FA_KV_DENSE && p.tensor_maps_ready;
     if constexpr (layout::scored_dim > Spec::head_dim) {
         // The one 16-byte chunk of k-step padding, in each row of Q and of every stage's K.
@@ -338,11 +344,15 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
             for (int tensor = 0; tensor < kv_barriers; ++tensor) {
                 // e4m3's V: every producer thread arrives once it has written its share.
                 const bool transposed = fp8 && tensor == values;
-                fa_sm90_mbarrier_init(full(tensor, stage), tensor_copies && !transposed ? 1 : 128);
+                fa_sm90_mbarrier_init(full(tensor, stage), !tensor_copies ? 128 : transposed ? transposers : 1);
                 fa_sm90_mbarrier_init(empty(tensor, stage), Spec::waves);
             }
         fa_sm90_mbarrier_init(q_empty, Spec::waves);
-        if constexpr (fp8) fa_sm90_mbarrier_init(staged, tensor_copies ? 1 : 128);
+        if constexpr (fp8)
+            for (int buffer = 0; buffer < 2; ++buffer) {
+                fa_sm90_mbarrier_init(staged(buffer), tensor_copies ? 1 : 128);
+                fa_sm90_mbarrier_init(staging_free(buffer), transposers);
+            }
     }
     __syncthreads();
 
@@ -361,25 +371,25 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
         if (fill >= stages) fa_sm90_mbarrier_wait(empty(tensor, fill), (fill / stages - 1) % 2);
     };
 
-    // e4m3: once a fill's V rows are staged, every producer thread writes its share of
-    // them transposed into the stage and arrives on the stage's full barrier; the staging
-    // buffer takes the next fill's rows only after all of them are done reading it
-    // (named barrier 1 + groups, the producer's 128 threads).
-    const auto transpose_staged = [&](int thread, int fill) {
+    // e4m3: once a fill's V rows are in staging buffer `buffer` (its phase of that
+    // parity), each of `threads` producer threads writes its share of them transposed
+    // into the stage and arrives on the stage's full barrier.
+    const auto transpose_staged = [&](int thread, int threads, int fill, int buffer, int parity) {
         if constexpr (fp8) {
-            fa_sm90_mbarrier_wait(staged, fill % 2);
+            fa_sm90_mbarrier_wait(staged(buffer), parity);
             wait_released(values, fill);
-            fa_wgmma_transpose_values<Spec>(thread, staging, v_tile(fill % stages));
+            fa_wgmma_transpose_values<Spec>(thread, threads, staging(buffer), v_tile(fill % stages));
             fa_sm90_fence_shared_for_async();  // plain stores, read by wgmma
             fa_sm90_mbarrier_arrive(full(values, fill));
-            fa_sm90_barrier_sync(1 + groups, 128);
         }
     };
 
-    // The producer with tensor maps: one thread copies Q with a tile's first K (and V),
-    // every fill's bytes announced to its full barrier first; with e4m3 V goes to the
-    // staging buffer and all 128 threads transpose it. A box is one swizzle row of head
-    // dims wide, so a tile takes one per 64 (16-bit) or 128 (e4m3).
+    // The producer with tensor maps: thread 0 copies Q with a tile's first K (and V),
+    // every fill's bytes announced to its full barrier first. With e4m3, V goes to the
+    // fill's staging buffer once the transposers have freed it (two fills back), and
+    // warps 1-3 transpose it while thread 0 goes on copying, so the copies stay a fill
+    // ahead. A box is one swizzle row of head dims wide, so a tile takes one per 64
+    // (16-bit) or 128 (e4m3).
     const auto copy_by_tensor_maps = [&](int thread) {
         constexpr int box_columns = layout::swizzle_elements;
         const auto copy_boxes = [&](unsigned int target, const fa_tensor_map& map, int columns, int rows, int row0,
@@ -404,9 +414,11 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
                     copy_boxes(k_tile(fill % stages), p.tensor_maps[1], layout::staged_dim, block_k, key0, kv_head,
                                batch, keys_landed);
                     if constexpr (fp8) {
-                        fa_sm90_mbarrier_arrive_expecting(staged, layout::staging_bytes);
-                        copy_boxes(staging, p.tensor_maps[2], layout::staged_value_dim, block_k, key0, kv_head, batch,
-                                   staged);
+                        const int buffer = fill % 2;
+                        if (fill >= 2) fa_sm90_mbarrier_wait(staging_free(buffer), (fill / 2 - 1) % 2);
+                        fa_sm90_mbarrier_arrive_expecting(staged(buffer), layout::staging_bytes);
+                        copy_boxes(staging(buffer), p.tensor_maps[2], layout::staged_value_dim, block_k, key0, kv_head,
+                                   batch, staged(buffer));
                     } else {
                         if constexpr (kv_barriers == 2) {
                             wait_released(values, fill);
@@ -416,7 +428,10 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
                                    kv_head, batch, full(values, fill));
                     }
                 }
-                if constexpr (fp8) transpose_staged(thread, fill);
+                if (thread >= 32) {
+                    transpose_staged(thread - 32, transposers, fill, fill % 2, fill / 2 % 2);
+                    fa_sm90_mbarrier_arrive(staging_free(fill % 2));
+                }
             });
     };
 
@@ -426,7 +441,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
         fa_sm90_lower_registers<layout::producer_registers>();
         const int thread = static_cast<int>(threadIdx.x) - layout::consumers;
         if (tensor_copies) {
-            if (fp8 || thread == 0) copy_by_tensor_maps(thread);
+            if (thread == 0 || (fp8 && thread >= 32)) copy_by_tensor_maps(thread);
             return;
         }
         const bool aligned = fa_nv_aligned16<element>(p.q, p.q_stride) && fa_nv_aligned16<element>(p.k, p.k_stride) &&
@@ -462,7 +477,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
             };
             const auto load_values = [&] {
                 fa_wgmma_load_rows<Spec, value_dim, block_k, 1>(
-                    thread, {fp8 ? staging : v_tile(fill % stages)},
+                    thread, {fp8 ? staging(0) : v_tile(fill % stages)},
                     fa_nv_key_block_of<Spec, block_k, 1>(p, sequence, kv_head, key0, {v}, {p.v_stride}), valid_keys,
                     aligned);
             };
@@ -486,9 +501,10 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
                 wait_released(keys, fill);
                 load_keys();
                 arrive_loaded(full(keys, fill));
-                load_values();  // into the staging buffer, which the last transpose is done with
-                arrive_loaded(staged);
-                transpose_staged(thread, fill);
+                load_values();  // into staging buffer 0, which the last transpose is done with
+                arrive_loaded(staged(0));
+                transpose_staged(thread, 128, fill, 0, fill % 2);
+                fa_sm90_barrier_sync(1 + groups, 128);  // every thread is done with the buffer
             } else {
                 wait_released(keys, fill);
                 load_keys();

@@ -90,8 +90,8 @@ Tile choose_tile(const ShapeClass& shape, std::string_view) {
 
 // fa_wgmma_layout: Q plus `kv_stages` K, V buffers of unpadded swizzled rows, as many as
 // fit (2 to 4) in sm_90a's 227 KiB beside Q, four 8-byte mbarriers a stage and one for
-// Q, and 1024 bytes to align the start. e4m3 adds the one buffer V's rows land in before
-// they are transposed, with its mbarrier. Under 2 stages validation refuses the bytes.
+// Q, and 1024 bytes to align the start. e4m3 adds the two buffers V's rows land in before
+// they are transposed, with their mbarriers. Under 2 stages validation refuses the bytes.
 SharedLayout shared_layout(const KernelSpec& spec) {
     constexpr unsigned alignment = 1024, stage_barrier_bytes = 32, q_barrier_bytes = 8, most_stages = 4;
     const bool fp8 = spec.dtype == DType::e4m3;
@@ -103,7 +103,8 @@ SharedLayout shared_layout(const KernelSpec& spec) {
     const unsigned v_bytes =
         fp8 ? static_cast<unsigned>(output_columns(value_head_dim(spec))) * keys : value_row_bytes * keys;
     const unsigned stage_bytes = row_bytes * keys + v_bytes;
-    const unsigned staging_bytes = fp8 ? value_row_bytes * keys + 8u : 0u;  // and its mbarrier
+    // Two staging buffers, each with a full and a free mbarrier.
+    const unsigned staging_bytes = fp8 ? 2u * (value_row_bytes * keys + 16u) : 0u;
     const unsigned room =
         227u * 1024u - alignment - most_stages * stage_barrier_bytes - q_barrier_bytes - q_bytes - staging_bytes;
     const unsigned stages = std::clamp(room / stage_bytes, 2u, most_stages);

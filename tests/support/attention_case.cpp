@@ -375,7 +375,8 @@ double softcap_score_error(const CaseShape& shape) {
     return shape.softcap > 0.0f ? shape.softcap * std::exp2(-10.987) : 0.0;
 }
 
-Comparison compare(const CaseShape& shape, const Outputs& got, const Outputs& want, double tolerance) {
+Comparison compare(const CaseShape& shape, const Outputs& got, const Outputs& want, double tolerance,
+                   double score_error) {
     Comparison result;
     const auto flag = [&](const std::string& what) {
         if (result.bad_elements++ == 0) result.first_bad = what;
@@ -396,7 +397,8 @@ Comparison compare(const CaseShape& shape, const Outputs& got, const Outputs& wa
         // The LSE is computed from f32 scores and sums: relative error about the
         // arithmetic term above, on a value of magnitude 1 + |lse|.
         const double error = std::fabs(got.lse[i] - expected);
-        if (std::isnan(got.lse[i]) || !(error <= 1e-4 * (1.0 + std::fabs(expected)) + softcap_score_error(shape)))
+        if (std::isnan(got.lse[i]) ||
+            !(error <= 1e-4 * (1.0 + std::fabs(expected)) + softcap_score_error(shape) + score_error))
             flag("lse[" + std::to_string(i) + "] = " + std::to_string(got.lse[i]) + ", want " +
                  std::to_string(expected));
         if (!std::isnan(error)) result.max_lse_error = std::max(result.max_lse_error, error);
