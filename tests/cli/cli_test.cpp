@@ -255,6 +255,20 @@ TEST_CASE("warm expands presets, lists and ranges into valid variants") {
         CHECK(bad.exit_code == exit_usage);
         CHECK(bad.err.find("page=24") != std::string::npos);
     }
+    SUBCASE("e4m3 inputs: O's dtype from --out-dtype, the margin the runtime selects") {
+        const json plan = json_of(fa_jit(with_cache({"warm", "--head-dim", "128", "--arch", "sm_90a", "--dtype", "e4m3",
+                                                     "--out-dtype", "f16", "--causal", "none", "-n", "--json"},
+                                                    cache)));
+        // wgmma-sm90 and the fallback, each with O in f16 and e4m3's margin of 6.
+        REQUIRE(plan["total"] == 2);
+        CHECK(std::string(plan["variants"][0]).starts_with("family=wgmma-sm90,d=128,dtype=e4m3,out=f16,"));
+        CHECK(std::string(plan["variants"][1]).starts_with("family=scalar,d=128,dtype=e4m3,out=f16,"));
+        for (const auto& spec : plan["variants"]) CHECK(std::string(spec).find(",margin=6,") != std::string::npos);
+        const CliRun bad = fa_jit(with_cache(
+            {"warm", "--head-dim", "128", "--arch", "sm_90a", "--dtype", "e4m3", "--out-dtype", "f32", "-n"}, cache));
+        CHECK(bad.exit_code == exit_usage);
+        CHECK(bad.err.find("out-dtype=f32") != std::string::npos);
+    }
     SUBCASE("a head dim range") {
         const json plan = json_of(fa_jit(with_cache({"warm", "--head-dim", "64-128:32", "--family", "scalar", "--dtype",
                                                      "f16", "--causal", "none", "--arch", "gfx1151", "-n", "--json"},

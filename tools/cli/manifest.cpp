@@ -63,6 +63,8 @@ std::vector<KernelSpec> specs_from_sweep(const json& sweep, const std::vector<st
             request.head_dims = text_values(value, field);
         else if (field == "dtype")
             request.dtypes = text_values(value, field);
+        else if (field == "out_dtype")
+            request.out_dtype = text_values(value, field).at(0);
         else if (field == "causal")
             request.causal_modes = text_values(value, field);
         else if (field == "page_size")
@@ -88,10 +90,10 @@ std::vector<KernelSpec> specs_from_sweep(const json& sweep, const std::vector<st
         else if (field == "waves")
             request.waves = number_value<int>(value, field);
         else
-            throw UsageError(
-                field +
-                ": unknown field (known: arch, preset, family, head_dim, head_dim_v, dtype, causal, page_size, "
-                "decode, gqa_group, window, softcap, sinks, margin, block_q, block_k, waves)");
+            throw UsageError(field +
+                             ": unknown field (known: arch, preset, family, head_dim, head_dim_v, dtype, out_dtype, "
+                             "causal, page_size, "
+                             "decode, gqa_group, window, softcap, sinks, margin, block_q, block_k, waves)");
     }
     return expand_sweep(request);
 }

@@ -133,7 +133,11 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
     const auto families =
         parse_names<std::string>(request.families, parse_family_name, "family", family_names(), every_family());
     const auto dtypes =
-        parse_names<DType>(request.dtypes, parse_dtype, "dtype", "f16, bf16 or f32", {DType::f16, DType::bf16});
+        parse_names<DType>(request.dtypes, parse_dtype, "dtype", "f16, bf16, f32 or e4m3", {DType::f16, DType::bf16});
+    const auto out_dtype =
+        request.out_dtype.empty() ? std::optional<DType>(DType::bf16) : parse_dtype(request.out_dtype);
+    if (!out_dtype || (*out_dtype != DType::f16 && *out_dtype != DType::bf16))
+        throw UsageError("out-dtype=" + request.out_dtype + ": expected f16 or bf16 (O's dtype for e4m3 inputs)");
     const auto causal_modes =
         parse_names<CausalMode>(request.causal_modes, parse_causal, "causal", "none, top-left or bottom-right",
                                 {CausalMode::none, CausalMode::bottom_right});
@@ -193,10 +197,12 @@ std::vector<KernelSpec> expand_sweep(const SweepRequest& request) {
                             shape.head_dim = dim.value;
                             shape.head_dim_v = value_dim == dim.value ? 0 : value_dim;
                             shape.dtype = dtype;
+                            shape.out_dtype = dtype == DType::e4m3 ? out_dtype : std::nullopt;
                             shape.causal = causal;
                             if (request.families.empty() && !dispatched(family, arch, shape)) continue;
                             KernelSpec spec = variant_spec(*find_family(family), shape, arch);
-                            spec.rescale_margin = request.margin.value_or(default_warm_margin);
+                            // variant_spec gives the margin the runtime selects.
+                            if (request.margin) spec.rescale_margin = *request.margin;
                             if (request.block_q) spec.block_q = *request.block_q;
                             if (request.block_k) spec.block_k = *request.block_k;
                             if (request.waves) spec.waves = *request.waves;

@@ -10,9 +10,6 @@
 
 namespace fajit::cli {
 
-// What Runtime::select() uses, so warmed kernels are the ones attention() asks for.
-inline constexpr float default_warm_margin = 10.0f;
-
 // Values as typed: names, numbers and head dim ranges ("64-128:8", step 8 when omitted).
 struct SweepRequest {
     std::vector<std::string> archs;     // full target names; must not be empty
@@ -21,6 +18,7 @@ struct SweepRequest {
     std::vector<std::string> head_dims;
     std::optional<int> head_dim_v;          // of V and O, for every head dim; empty: the preset's, else each head dim
     std::vector<std::string> dtypes;        // empty: f16 and bf16
+    std::string out_dtype;                  // O's with e4m3 inputs: f16 or bf16; empty: bf16
     std::vector<std::string> causal_modes;  // empty: none and bottom-right
     std::vector<int> page_sizes;            // each adds paged K/V; dense always
     bool decode = false;                    // adds one-token decode shapes to prefill
@@ -30,7 +28,7 @@ struct SweepRequest {
     bool window = false;
     bool softcap = false;
     bool sinks = false;
-    std::optional<float> margin;                 // empty: default_warm_margin
+    std::optional<float> margin;                 // empty: what the runtime selects for the dtype
     std::optional<int> block_q, block_k, waves;  // empty: the family's defaults
 };
 

@@ -190,7 +190,8 @@ Command add_warm_command(CLI::App& app) {
         ->delimiter(',');
     warm->add_option("--head-dim-v", sweep.head_dim_v,
                      "V's and the output's head dim, for every head dim (default: the preset's, else the head dim)");
-    warm->add_option("--dtype", sweep.dtypes, "f16, bf16, f32 (default: f16,bf16)")->delimiter(',');
+    warm->add_option("--dtype", sweep.dtypes, "f16, bf16, f32, e4m3 (default: f16,bf16)")->delimiter(',');
+    warm->add_option("--out-dtype", sweep.out_dtype, "O's dtype for e4m3 inputs: f16 or bf16 (default: bf16)");
     warm->add_option("--causal", sweep.causal_modes, "none, top-left, bottom-right (default: none,bottom-right)")
         ->delimiter(',');
     warm->add_option("--page-size", sweep.page_sizes, "also paged K/V with these page sizes (powers of two, 1-256)")
@@ -202,7 +203,7 @@ Command add_warm_command(CLI::App& app) {
     warm->add_flag("--window", sweep.window, "also sliding-window variants (default: the preset's)");
     warm->add_flag("--softcap", sweep.softcap, "every variant with a logit soft-cap (default: the preset's)");
     warm->add_flag("--sinks", sweep.sinks, "every variant with attention sinks (default: the preset's)");
-    warm->add_option("--margin", sweep.margin, "rescale margin (default: 10, what the runtime selects)");
+    warm->add_option("--margin", sweep.margin, "rescale margin (default: what the runtime selects, 10, or 6 for e4m3)");
     warm->add_option("--block-q", sweep.block_q, "query rows per block (default: the family's)");
     warm->add_option("--block-k", sweep.block_k, "keys per block step (default: the family's)");
     warm->add_option("--waves", sweep.waves, "waves per block (default: the family's)");
