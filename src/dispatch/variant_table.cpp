@@ -1,12 +1,18 @@
 #include "dispatch/variant_table.hpp"
 
+#include <algorithm>
+
+#include "families/family_rules.hpp"
+
 namespace fajit {
 namespace {
 
 // Natural-log units: exp(10) = 22026 keeps unnormalized probabilities inside f16's range
-// while sparing most rescales. With e4m3 inputs the tensor-core families round P to e4m3,
-// whose largest finite value is 448, so exp(6) = 403 is the most it may reach.
-float default_rescale_margin(DType dtype) { return dtype == DType::e4m3 ? 6.0f : 10.0f; }
+// while sparing most rescales; a type that holds less (e4m3, which the tensor-core
+// families round P to) gets the most it holds.
+float default_rescale_margin(DType dtype) {
+    return std::min(10.0f, largest_rounded_probability_margin(dtype).value_or(10.0f));
+}
 
 KernelSpec pinned(KernelSpec spec, const TilePin& pin) {
     if (pin.block_q) spec.block_q = *pin.block_q;

@@ -13,14 +13,19 @@ std::string waves_error(const KernelSpec& spec) {
     return {};
 }
 
+std::optional<float> largest_rounded_probability_margin(DType dtype) {
+    if (dtype == DType::f16) return 11.0f;
+    if (dtype == DType::e4m3) return 6.0f;
+    return std::nullopt;
+}
+
 std::string rounded_probability_margin_error(const KernelSpec& spec) {
-    if (spec.dtype == DType::f16 && spec.rescale_margin > 11.0f)
-        return field_error("margin", format_float(spec.rescale_margin),
-                           "with dtype f16 the margin must be at most 11 so exp(margin) fits in f16");
-    if (spec.dtype == DType::e4m3 && spec.rescale_margin > 6.0f)
-        return field_error("margin", format_float(spec.rescale_margin),
-                           "with dtype e4m3 the margin must be at most 6 so exp(margin) fits in e4m3 (448)");
-    return {};
+    const auto largest = largest_rounded_probability_margin(spec.dtype);
+    if (!largest || spec.rescale_margin <= *largest) return {};
+    const std::string dtype(to_string(spec.dtype));
+    return field_error("margin", format_float(spec.rescale_margin),
+                       "with dtype " + dtype + " the margin must be at most " + format_float(*largest) +
+                           " so exp(margin) fits in " + dtype);
 }
 
 std::string matrix_core_tile_error(const KernelSpec& spec) {

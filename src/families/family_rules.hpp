@@ -1,6 +1,7 @@
 #pragma once
 // Rules and shapes several family descriptors share.
 #include <array>
+#include <optional>
 #include <string>
 
 #include "families/family_descriptor.hpp"
@@ -38,7 +39,12 @@ SharedLayout matrix_core_layout(const KernelSpec&, bool q_in_lds);
 std::string waves_error(const KernelSpec&);
 
 // The tensor-core families round P to the input type for the P.V product, and
-// unnormalized P reaches exp(margin): f16 overflows past exp(11.09).
+// unnormalized P reaches exp(margin): the largest margin whose exp(margin) the type holds
+// (f16: 11, exp(11.09) overflows; e4m3: 6, exp(6) = 403 < 448), none for the other types.
+std::optional<float> largest_rounded_probability_margin(DType);
+
+// Empty when the spec's margin is within largest_rounded_probability_margin; else the
+// error naming the field.
 std::string rounded_probability_margin_error(const KernelSpec&);
 
 // Target rules: every target (plain-arithmetic families), NVIDIA sm_80 or later (mma.sync).
