@@ -129,8 +129,8 @@ __global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
     const int matrix_row = lane % 8;
     const auto q_fragment = [&](unsigned int(&a)[4], int m, int slice) {
         // Matrices: rows 0-7 / 8-15 of row tile m (bit 0), dims +0 / +8 (bit 1).
-        fa_sm80_ldmatrix_x4(a,
-                            q_tile + tile_rows::offset(16 * m + 8 * (matrix % 2) + matrix_row, 2 * slice + matrix / 2));
+        fa_nv_ldmatrix_x4(a,
+                          q_tile + tile_rows::offset(16 * m + 8 * (matrix % 2) + matrix_row, 2 * slice + matrix / 2));
     };
     unsigned int q_registers[q_in_registers ? row_tiles : 1][q_in_registers ? dim_slices : 1][4];
     if constexpr (q_in_registers)

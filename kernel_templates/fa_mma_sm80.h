@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / S
     const auto q_fragment = [&](unsigned int(&a)[4], int m, int slice) {
         // Matrices: rows 0-7 / 8-15 of the row tile (bit 0), dims +0 / +8 (bit 1).
         const int row = warp * warp_rows + 16 * m + 8 * (matrix % 2) + matrix_row;
-        fa_sm80_ldmatrix_x4(a, q_tile + layout::offset(row, 2 * slice + matrix / 2));
+        fa_nv_ldmatrix_x4(a, q_tile + layout::offset(row, 2 * slice + matrix / 2));
     };
     unsigned int q_registers[q_in_registers ? m_tiles : 1][q_in_registers ? dim_slices : 1][4];
 

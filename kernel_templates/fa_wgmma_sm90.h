@@ -173,40 +173,40 @@ FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[coun
         fa_wgmma_copy_rows<Spec, row_dim, rows, count, true, false>(thread, tile, source, valid_rows);
 }
 
-// e4m3: `threads` producer threads write the staged V rows (block_k keys of
-// staged_value_dim bytes, swizzled like every tile) into a stage's Vt, whose row d holds
-// head dim d of the block's keys, K position j being key j / 32 * 32 + fa_sm90_e4m3_key(j % 32)
-// (the order P's registers hold them in). A thread takes 16 head dims of the four keys
-// one word of Vt holds: four 16-byte loads, four 4x4 byte transposes, 16 word stores.
-// A warp's 32 words are one Vt row (no bank conflicts on the stores); its loads come from
-// 4 swizzle positions a quarter-warp, two lanes a bank group.
+// e4m3: `threads` producer threads (whole warps) write the staged V rows (block_k keys
+// of staged_value_dim bytes, swizzled like every tile) into a stage's Vt, whose row d
+// holds head dim d of the block's keys, K position j being key
+// j / 16 * 16 + fa_sm90_e4m3_key(j % 16) (the order P's registers hold them in).
+// A warp takes a unit of 16 keys by 32 head dims: one ldmatrix.trans reads it as four
+// 8x8 matrices of byte pairs (keys +0 / +8, dims +0 / +16), which leaves lane
+// (g = lane/4, c = lane%4) keys 2c, 2c+1 of dims 2g, 2g+1 in each register; two byte
+// permutes per register pair make the words of dims 2g and 2g+1 over keys 2c, 2c+1,
+// 2c+8, 2c+9, i.e. K positions 4c..4c+3, and one stmatrix writes them as rows of Vt.
+// Lanes with g >= 4 swap the two words, so each stored matrix holds dims 2r (r < 4) and
+// 2r + 1 (r >= 4), eight distinct swizzle rows: neither instruction has bank conflicts.
+// Two shared-memory instructions a warp and unit: the transpose shares the issue slots
+// and the shared-memory pipe with the consumers' wgmma (tools/tiles/wgmma_sm90.md).
 template <class Spec>
 FAJIT_DEVICE void fa_wgmma_transpose_values(int thread, int threads, unsigned int staging, unsigned int transposed) {
     using layout = fa_wgmma_layout<Spec>;
-    constexpr int words = Spec::block_k / 4;  // of a Vt row
-    constexpr int units = words * (layout::value_columns / 16);
-    // Rolled: unrolled, it took the producer past its registers (252 bytes of spills at
-    // d=128 with 56, sm_90a ptxas).
+    constexpr int key_blocks = Spec::block_k / 16;
+    constexpr int units = key_blocks * (layout::value_columns / 32);
+    const int lane = thread % 32, matrix = lane / 8, row = lane % 8;
+    const bool swapped = lane / 4 >= 4;
+    const unsigned int even_selector = swapped ? 0x7531u : 0x6420u, odd_selector = swapped ? 0x6420u : 0x7531u;
+    // The head dim of Vt row `row` of stored matrix `matrix`, within the unit's 32.
+    const int stored_dim = 16 * (matrix / 2) + 2 * row + ((matrix % 2) ^ (row >= 4 ? 1 : 0));
 #pragma unroll 1
-    for (int unit = thread; unit < units; unit += threads) {
-        const int word = unit % words, chunk = unit / words;
-        const int key = word / 8 * 32 + fa_sm90_e4m3_key(4 * word % 32);
-        const int keys[4] = {key, key + 1, key + 8, key + 9};
-        unsigned int rows[4][4];  // [key][word of 4 head dims]
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-            fa_sm90_load_shared16(staging + layout::offset(Spec::block_k, keys[r], chunk), rows[r]);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const unsigned int dims[4] = {rows[0][j], rows[1][j], rows[2][j], rows[3][j]};
-            unsigned int columns[4];
-            fa_sm90_transpose4x4(dims, columns);
-#pragma unroll
-            for (int m = 0; m < 4; ++m)
-                fa_sm90_store_shared4(
-                    transposed + layout::offset(layout::value_columns, 16 * chunk + 4 * j + m, word / 4) + word % 4 * 4,
-                    columns[m]);
-        }
+    for (int unit = thread / 32; unit < units; unit += threads / 32) {
+        const int key_block = unit % key_blocks, dim_block = unit / key_blocks;
+        unsigned int pairs[4];
+        fa_nv_ldmatrix_x4_trans(pairs, staging + layout::offset(Spec::block_k, 16 * key_block + 8 * (matrix % 2) + row,
+                                                                2 * dim_block + matrix / 2));
+        const unsigned int words[4] = {
+            __byte_perm(pairs[0], pairs[1], even_selector), __byte_perm(pairs[0], pairs[1], odd_selector),
+            __byte_perm(pairs[2], pairs[3], even_selector), __byte_perm(pairs[2], pairs[3], odd_selector)};
+        fa_sm90_stmatrix_x4(transposed + layout::offset(layout::value_columns, 32 * dim_block + stored_dim, key_block),
+                            words);
     }
 }
 

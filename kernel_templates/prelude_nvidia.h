@@ -31,6 +31,21 @@ FAJIT_DEVICE void fa_nv_cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
 
+// Four 8x8 matrices of 16-bit elements; lanes 8i..8i+7 give the row addresses of
+// matrix i, and register i receives matrix i: lane l holds row l/4, columns 2(l%4)
+// and 2(l%4)+1 (low half first). The .trans form holds rows 2(l%4), 2(l%4)+1 of
+// column l/4 instead, i.e. the transposed matrix.
+FAJIT_DEVICE void fa_nv_ldmatrix_x4(unsigned int (&r)[4], unsigned int shared) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared));
+}
+FAJIT_DEVICE void fa_nv_ldmatrix_x4_trans(unsigned int (&r)[4], unsigned int shared) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared));
+}
+
 FAJIT_DEVICE void fa_nv_store_shared_u16(unsigned int shared, unsigned short value) {
     asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(shared), "h"(value) : "memory");
 }

@@ -1,21 +1,6 @@
-// fa-jit prelude, sm_80 part: the mma.sync and ldmatrix wrappers and the shared tiles of
+// fa-jit prelude, sm_80 part: the mma.sync wrappers and the shared tiles of
 // the sm_80 kernels (mma-sm80 and decode-mma).
 #if FAJIT_NVIDIA
-// Four 8x8 matrices of 16-bit elements; lanes 8i..8i+7 give the row addresses of
-// matrix i, and register i receives matrix i: lane l holds row l/4, columns 2(l%4)
-// and 2(l%4)+1 (low half first). The .trans form holds rows 2(l%4), 2(l%4)+1 of
-// column l/4 instead, i.e. the transposed matrix.
-FAJIT_DEVICE void fa_sm80_ldmatrix_x4(unsigned int (&r)[4], unsigned int shared) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(shared));
-}
-FAJIT_DEVICE void fa_sm80_ldmatrix_x4_trans(unsigned int (&r)[4], unsigned int shared) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(shared));
-}
-
 // d += a * b for a 16x16 A (row-major fragment) and a 16x8 B (column fragment), f32
 // accumulation. With g = lane/4 and t = lane%4:
 //   a[0]: A[g][2t..2t+1]   a[1]: A[g+8][2t..2t+1]   a[2]: A[g][2t+8..]   a[3]: A[g+8][2t+8..]
@@ -190,8 +175,7 @@ FAJIT_DEVICE void fa_sm80_add_scores(float (&score)[m_tiles][4 * key_tiles], con
 #pragma unroll
     for (int n = 0; n < key_tiles; n += 2) {
         unsigned int b[4];
-        fa_sm80_ldmatrix_x4(b,
-                            k_tile + tile_rows::offset(8 * n + 8 * (matrix / 2) + matrix_row, 2 * slice + matrix % 2));
+        fa_nv_ldmatrix_x4(b, k_tile + tile_rows::offset(8 * n + 8 * (matrix / 2) + matrix_row, 2 * slice + matrix % 2));
 #pragma unroll
         for (int m = 0; m < m_tiles; ++m) {
             fa_sm80_mma_m16n8k16<T>(&score[m][4 * n], a[m], b[0], b[1]);
@@ -211,8 +195,8 @@ FAJIT_DEVICE void fa_sm80_add_pv(float (&out)[m_tiles][4 * dim_tiles],
 #pragma unroll
     for (int n = 0; n < dim_tiles; n += 2) {
         unsigned int b[4];
-        fa_sm80_ldmatrix_x4_trans(
-            b, v_tile + tile_rows::offset(16 * slice + 8 * (matrix % 2) + matrix_row, n + matrix / 2));
+        fa_nv_ldmatrix_x4_trans(b,
+                                v_tile + tile_rows::offset(16 * slice + 8 * (matrix % 2) + matrix_row, n + matrix / 2));
 #pragma unroll
         for (int m = 0; m < m_tiles; ++m) {
             fa_sm80_mma_m16n8k16<T>(&out[m][4 * n], probability[m][slice], b[0], b[1]);

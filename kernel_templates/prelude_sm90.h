@@ -197,7 +197,7 @@ FAJIT_DEVICE void fa_sm90_wgmma_rs(float (&d)[n / 2], const unsigned int (&a)[4]
 // its own: 32-key slice s's registers 0 and 1 hold key tiles 4s and 4s+1, registers 2
 // and 3 tiles 4s+2 and 4s+3, so K position 4t+i of the slice's first half is key
 // 2t + i%2 + 8(i/2) (fa_sm90_e4m3_key), and the same 16 further in the second half. V's
-// transposed rows are written in that key order (fa_sm90_transpose_e4m3), so the
+// transposed rows are written in that key order (fa_wgmma_transpose_values), so the
 // product sums the same pairs.
 FAJIT_DEVICE int fa_sm90_e4m3_key(int position) {
     const int half = position / 16 * 16, t = position % 16 / 4, i = position % 4;
@@ -225,24 +225,12 @@ FAJIT_DEVICE void fa_sm90_pack_e4m3(const float (&p)[4 * key_tiles], unsigned in
     }
 }
 
-// Bytes of four words as a 4x4 matrix, transposed: word j of the result holds byte j
-// of rows[0..3], rows[0]'s in its low byte.
-FAJIT_DEVICE void fa_sm90_transpose4x4(const unsigned int (&rows)[4], unsigned int (&columns)[4]) {
-    const unsigned int t0 = __byte_perm(rows[0], rows[1], 0x5140), t1 = __byte_perm(rows[0], rows[1], 0x7362);
-    const unsigned int t2 = __byte_perm(rows[2], rows[3], 0x5140), t3 = __byte_perm(rows[2], rows[3], 0x7362);
-    columns[0] = __byte_perm(t0, t2, 0x5410);
-    columns[1] = __byte_perm(t0, t2, 0x7632);
-    columns[2] = __byte_perm(t1, t3, 0x5410);
-    columns[3] = __byte_perm(t1, t3, 0x7632);
-}
-
-FAJIT_DEVICE void fa_sm90_load_shared16(unsigned int shared, unsigned int (&words)[4]) {
-    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(words[0]), "=r"(words[1]), "=r"(words[2]), "=r"(words[3])
-                 : "r"(shared)
+// Four 8x8 matrices of 16-bit elements stored from registers, the inverse of
+// fa_nv_ldmatrix_x4: lanes 8i..8i+7 give the row addresses of matrix i, and lane l's
+// register i is row l/4, columns 2(l%4) and 2(l%4)+1 (low half first) of matrix i.
+FAJIT_DEVICE void fa_sm90_stmatrix_x4(unsigned int shared, const unsigned int (&r)[4]) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(shared), "r"(r[0]),
+                 "r"(r[1]), "r"(r[2]), "r"(r[3])
                  : "memory");
-}
-FAJIT_DEVICE void fa_sm90_store_shared4(unsigned int shared, unsigned int value) {
-    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(shared), "r"(value) : "memory");
 }
 #endif
