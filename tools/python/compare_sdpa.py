@@ -52,7 +52,7 @@ CAUSAL_LOWER_RIGHT_PATHS = {
 }
 
 
-def parse_arguments():
+def parse_arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--library", default=fajit.default_library_path(),
                         help="path of libfajit.so (default: $FAJIT_LIBRARY, else build/src/libfajit.so)")
@@ -78,7 +78,7 @@ def parse_arguments():
                         help="rotate through input copies totalling at least this much (H200 L2: 50 MiB)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default=None, help="write the JSON here as well as to stdout")
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
 def visible_pairs(len_q, len_k, causal):
@@ -222,22 +222,26 @@ def run_len_k(runtime, args, len_k):
     return result
 
 
-def main():
-    args = parse_arguments()
-    if args.heads_q % args.heads_kv != 0:
-        sys.exit("--heads-q must be a multiple of --heads-kv")
+def fajit_settings(args):
+    """The FAJIT_* settings the arguments ask of fa-jit's runtime."""
     settings = {}
     if args.family:
         settings["FAJIT_FAMILY"] = args.family
     if args.strict:
         settings["FAJIT_STRICT"] = "1"
-    runtime = fajit.Runtime(args.library, **settings) if "fajit" in args.backends else None
-    report = {
+    return settings
+
+
+def run_report(runtime, args):
+    """The report of one shape (every --len-k) on `runtime` (None when fa-jit is not run)."""
+    if args.heads_q % args.heads_kv != 0:
+        sys.exit("--heads-q must be a multiple of --heads-kv")
+    return {
         "shape": {"batch": args.batch, "heads_q": args.heads_q, "heads_kv": args.heads_kv, "len_q": args.len_q,
                   "head_dim": args.head_dim, "head_dim_v": args.head_dim_v or args.head_dim},
         "dtype": args.dtype,
         "causal": args.causal,
-        "fajit_settings": settings,
+        "fajit_settings": fajit_settings(args),
         "fajit_version": runtime.version if runtime else None,
         "reference": args.reference,
         "warmup": args.warmup,
@@ -247,7 +251,12 @@ def main():
         "cuda": torch.version.cuda,
         "results": [run_len_k(runtime, args, len_k) for len_k in args.len_k],
     }
-    text = json.dumps(report, indent=2)
+
+
+def main():
+    args = parse_arguments()
+    runtime = fajit.Runtime(args.library, **fajit_settings(args)) if "fajit" in args.backends else None
+    text = json.dumps(run_report(runtime, args), indent=2)
     print(text)
     if args.output:
         with open(args.output, "w") as file:
