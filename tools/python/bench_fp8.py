@@ -21,7 +21,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fajit  # noqa: E402
 from bench_features import bench  # noqa: E402
-from bench_tensor_maps import visible_pairs  # noqa: E402
+from compare_sdpa import visible_pairs  # noqa: E402
 
 SHAPES = [  # d, lq, lk, causal, heads_q, heads_kv
     (128, 16384, 16384, "none", 16, 16), (128, 8192, 8192, "none", 32, 8), (128, 16384, 16384, "top-left", 16, 16),

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""The same fa-jit calls on two or more runtimes in one process: a build step against the one before.
+
+    python3 tools/python/ab_runtimes.py --library build/src/libfajit.so --shapes short \\
+        --variant before:FAJIT_TEMPLATE_DIR=/path/to/the/old/kernel_templates
+
+Runtime "base" has no settings of its own; each --variant NAME:KEY=VALUE[,KEY=VALUE...] is one
+more runtime with those FAJIT_* settings: FAJIT_TEMPLATE_DIR times other kernel templates
+(a step's templates against the last commit's, exported with `git archive`),
+FAJIT_TENSOR_MAPS=0 the cp.async copies against TMA. Every runtime runs the same inputs, in
+rounds that alternate between the runtimes (CUDA events over back-to-back calls), so clock
+and temperature drift fall on all of them alike. Each row prints every round's ms, the
+TFLOP/s of each runtime's best round, and the largest difference of each variant's output
+from base's (0 where only the speed should change).
+
+Shape sets (--shapes, one or more): seed (B=1, Hq=32, Hkv=8, Lq=2048, D=128, bottom-right,
+Lk 2K/8K/16K, bf16 and f16); hopper (non-causal and top-left at 8K-16K, D 64/128/256, head
+dims padded to a swizzle block, and a tiny call whose host work shows); short (the 16K-token
+calls at L 1K-4K of tools/python/sweep_sdpa.py, where the tile order and a tile's first and
+last steps matter most); e4m3 (FP8 inputs with a bf16 output).
+"""
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fajit  # noqa: E402
+from bench_features import bench  # noqa: E402
+from compare_sdpa import visible_pairs  # noqa: E402
+
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "e4m3": torch.float8_e4m3fn}
+SHAPES = {  # dtype, batch, heads_q, heads_kv, d, len_q, len_k, causal
+    "seed": [(dtype, 1, 32, 8, 128, 2048, len_k, "bottom-right")
+             for dtype in ("bf16", "f16") for len_k in (2048, 8192, 16384)],
+    "hopper": [("f16", 1, 32, 8, 128, 8192, 8192, "none"), ("f16", 1, 16, 16, 64, 16384, 16384, "none"),
+               ("f16", 1, 16, 16, 256, 16384, 16384, "none"), ("f16", 1, 32, 8, 128, 16384, 16384, "top-left"),
+               ("bf16", 1, 32, 8, 80, 2048, 8192, "bottom-right"), ("f16", 1, 32, 8, 96, 2048, 8192, "bottom-right"),
+               ("bf16", 1, 32, 8, 128, 128, 256, "bottom-right")],
+    "short": [("f16", 8, 16, 16, 128, 2048, 2048, "none"), ("f16", 8, 32, 32, 64, 2048, 2048, "none"),
+              ("f16", 4, 32, 32, 64, 4096, 4096, "none"), ("f16", 8, 8, 8, 256, 2048, 2048, "none"),
+              ("f16", 8, 16, 16, 128, 2048, 2048, "top-left"), ("f16", 4, 16, 16, 128, 4096, 4096, "top-left"),
+              ("f16", 8, 32, 32, 64, 2048, 2048, "top-left"), ("bf16", 16, 16, 16, 128, 1024, 1024, "top-left")],
+    "e4m3": [("e4m3", 1, 16, 16, 128, 16384, 16384, "none"), ("e4m3", 1, 16, 16, 128, 16384, 16384, "top-left"),
+             ("e4m3", 1, 32, 8, 128, 2048, 16384, "bottom-right")],
+}
+
+
+def parse_variant(text):
+    """NAME:KEY=VALUE[,KEY=VALUE...] as (name, settings)."""
+    name, _, assignments = text.partition(":")
+    settings = dict(item.split("=", 1) for item in assignments.split(",") if item)
+    if not name or not settings or not all(key.startswith("FAJIT_") for key in settings):
+        raise argparse.ArgumentTypeError(f"--variant {text!r}: expected NAME:FAJIT_KEY=VALUE[,FAJIT_KEY=VALUE...]")
+    return name, settings
+
+
+def inputs(dtype, batch, heads_q, heads_kv, d, len_q, len_k):
+    """q, k, v drawn in f32 and converted (FP8 saturates nothing: randn stays far below 448)."""
+    draw = lambda heads, length: torch.randn(batch, heads, length, d, device="cuda").to(DTYPES[dtype])  # noqa: E731
+    return draw(heads_q, len_q), draw(heads_kv, len_k), draw(heads_kv, len_k)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--library", default=fajit.default_library_path())
+    parser.add_argument("--variant", type=parse_variant, action="append", default=[],
+                        help="NAME:FAJIT_KEY=VALUE[,...]: one more runtime beside base (repeatable)")
+    parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=["seed", "hopper"])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=20)
+    args = parser.parse_args()
+    if not args.variant:
+        parser.error("give at least one --variant to compare with base")
+    runtimes = {"base": fajit.Runtime(args.library, FAJIT_LOG_LEVEL="warn")}
+    for name, settings in args.variant:
+        runtimes[name] = fajit.Runtime(args.library, **{"FAJIT_LOG_LEVEL": "warn", **settings})
+    for shape in (shape for name in args.shapes for shape in SHAPES[name]):
+        dtype, batch, heads_q, heads_kv, d, len_q, len_k, causal = shape
+        q, k, v = inputs(dtype, batch, heads_q, heads_kv, d, len_q, len_k)
+        outs = {name: fajit.output_like(q, v) for name in runtimes}
+        calls = {name: (lambda rt=rt, o=outs[name]: rt.attention(q, k, v, causal=causal, out=o))
+                 for name, rt in runtimes.items()}
+        for call in calls.values():
+            call()
+        torch.cuda.synchronize()
+        differences = "  ".join(f"max |{name} - base| {(outs[name].float() - outs['base'].float()).abs().max().item():.3g}"
+                                for name in runtimes if name != "base")
+        times = {name: [] for name in runtimes}
+        for _ in range(args.rounds):
+            for name, call in calls.items():
+                times[name].append(bench(call, args.reps))
+        flops = 4 * batch * heads_q * d * visible_pairs(len_q, len_k, causal)
+        cells = "  ".join(f"{name} {' / '.join(f'{t:.4f}' for t in ts)} ms ({flops / min(ts) / 1e9:.1f})"
+                          for name, ts in times.items())
+        family = runtimes["base"].selected_variant(q, k, v, causal=causal).split(",")[0]
+        print(f"{dtype:>4} B={batch:<2} H={heads_q}/{heads_kv} d={d:<3} {len_q}x{len_k:<6} {causal:<12} {cells}  "
+              f"{differences}  [{family}]", flush=True)
+
+
+if __name__ == "__main__":
+    main()
