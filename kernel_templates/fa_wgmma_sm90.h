@@ -58,7 +58,7 @@ struct fa_wgmma_layout {
     // head_dim_v are never stored.
     // e4m3 (fp8): wgmma reads 8-bit B operands K-major only, so V's rows land in one of
     // two staging buffers and the producer writes each stage's V transposed (Vt: a
-    // 128-byte row of block_k keys per column of O, in the key order fa_sm90_e4m3_key gives).
+    // 128-byte row of block_k keys per column of O, in the key order fa_sm90_pack_e4m3 gives P).
     using element = typename Spec::element;
     static constexpr bool fp8 = fa_same_type<element, fa_e4m3>::value;
     static constexpr int element_bytes = fp8 ? 1 : 2;
@@ -175,8 +175,8 @@ FAJIT_DEVICE void fa_wgmma_load_rows(int thread, const unsigned int (&tile)[coun
 
 // e4m3: `threads` producer threads (whole warps) write the staged V rows (block_k keys
 // of staged_value_dim bytes, swizzled like every tile) into a stage's Vt, whose row d
-// holds head dim d of the block's keys, K position j being key
-// j / 16 * 16 + fa_sm90_e4m3_key(j % 16) (the order P's registers hold them in).
+// holds head dim d of the block's keys, K position 16b + 4c + i being key
+// 16b + 2c + i%2 + 8(i/2) (the order P's registers hold them in, fa_sm90_pack_e4m3).
 // A warp takes a unit of 16 keys by 32 head dims: one ldmatrix.trans reads it as four
 // 8x8 matrices of byte pairs (keys +0 / +8, dims +0 / +16), which leaves lane
 // (g = lane/4, c = lane%4) keys 2c, 2c+1 of dims 2g, 2g+1 in each register; two byte

@@ -196,13 +196,9 @@ FAJIT_DEVICE void fa_sm90_wgmma_rs(float (&d)[n / 2], const unsigned int (&a)[4]
 // 2t, 2t+1 of each 8-key tile. Rather than moving bytes between lanes, each lane packs
 // its own: 32-key slice s's registers 0 and 1 hold key tiles 4s and 4s+1, registers 2
 // and 3 tiles 4s+2 and 4s+3, so K position 4t+i of the slice's first half is key
-// 2t + i%2 + 8(i/2) (fa_sm90_e4m3_key), and the same 16 further in the second half. V's
-// transposed rows are written in that key order (fa_wgmma_transpose_values), so the
-// product sums the same pairs.
-FAJIT_DEVICE int fa_sm90_e4m3_key(int position) {
-    const int half = position / 16 * 16, t = position % 16 / 4, i = position % 4;
-    return half + 2 * t + i % 2 + 8 * (i / 2);
-}
+// 2t + i%2 + 8(i/2), and the same 16 further in the second half. V's transposed rows are
+// written in that key order (fa_wgmma_transpose_values), so the product sums the same
+// pairs.
 
 // Four floats rounded to e4m3 (saturating to +-448) in one register, a in the low byte.
 FAJIT_DEVICE unsigned int fa_sm90_pack4_e4m3(float a, float b, float c, float d) {
