@@ -92,8 +92,8 @@ std::vector<KernelSpec> specs_from_sweep(const json& sweep, const std::vector<st
         else
             throw UsageError(field +
                              ": unknown field (known: arch, preset, family, head_dim, head_dim_v, dtype, out_dtype, "
-                             "causal, page_size, "
-                             "decode, gqa_group, window, softcap, sinks, margin, block_q, block_k, waves)");
+                             "causal, page_size, decode, gqa_group, window, softcap, sinks, margin, block_q, block_k, "
+                             "waves)");
     }
     return expand_sweep(request);
 }
