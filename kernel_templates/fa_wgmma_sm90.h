@@ -210,55 +210,83 @@ FAJIT_DEVICE void fa_wgmma_transpose_values(int thread, int threads, unsigned in
     }
 }
 
-// The (head, batch) pairs whose query tiles a block's tile order walks together
-// (fa_wgmma_block_tile). Non-causal tiles are all alike, so one pair at a time: the
-// blocks running at once then share a few heads' K and V through L2. Taking every pair
-// of a tile row first instead had 132 blocks stream 128 heads' K/V from memory at once
-// (f16, 2K x 2K, batch 8, 16 heads: about 3.5 TB/s, 0.76x cuDNN). Under a causal mask
-// (and a window) the longest tiles of all pairs still go first, so the blocks end
-// together; batched calls keep that order too.
+// The order in which a call's blocks walk its (head, batch) pairs' query tiles
+// (fa_wgmma_block_tile). With G blocks, block b takes the tiles b, 2G-1-b, 2G+b,
+// 4G-1-b, ... of the order: the rounds alternate direction, so a block with one of the
+// longer tiles of a round gets one of the shorter tiles of the next, and the blocks end
+// close together.
+// - FA_HEAD_BY_HEAD (non-causal dense calls): tiles are all alike, so one pair at a time;
+//   the blocks running at once then share a few heads' K and V through L2. Taking every
+//   pair of a tile row first instead had 132 blocks stream 128 heads' K/V from memory at
+//   once (f16, 2K x 2K, batch 8, 16 heads: about 3.5 TB/s, 0.76x cuDNN).
+// - FA_LONGEST_FIRST (causal, windowed and batched calls): every pair's last query tile,
+//   then every pair's tile before it, ...: under a causal mask the longest go first.
+// - FA_CHUNKED (causal dense calls whose longest-first rounds would hold fewer than 8
+//   tiles of a KV head at once): head by head in chunks of two rounds (2G tiles), longest
+//   first within a chunk, so a chunk's two rounds pair its k-th longest tile with its
+//   k-th shortest, and its K/V prefixes are a few heads' (top-left, 2K x 2K, batch 8,
+//   16 heads read about 1.1 GB a call from memory in longest-first order, L2 hit 34%).
+enum fa_wgmma_order { FA_LONGEST_FIRST, FA_HEAD_BY_HEAD, FA_CHUNKED };
 template <class Spec>
-FAJIT_DEVICE int fa_wgmma_heads_per_group(const fa_params& p) {
-    if constexpr (Spec::kv_layout == FA_KV_DENSE && Spec::causal == FA_CAUSAL_NONE && !Spec::window)
-        return 1;
+FAJIT_DEVICE fa_wgmma_order fa_wgmma_tile_order(const fa_params& p) {
+    if constexpr (Spec::kv_layout != FA_KV_DENSE || Spec::window)
+        return FA_LONGEST_FIRST;
+    else if constexpr (Spec::causal == FA_CAUSAL_NONE)
+        return FA_HEAD_BY_HEAD;
     else
-        return p.heads_q * p.batch;
+        return static_cast<int>(gridDim.x) * (p.heads_q / p.heads_kv) < 8 * p.heads_q * p.batch ? FA_CHUNKED
+                                                                                                  : FA_LONGEST_FIRST;
 }
 
-// A block's n-th query tile: tile t counts groups of (head, batch) pairs
-// (fa_wgmma_heads_per_group), and within a group query tiles from the last one, every
-// pair of the group's tile before the next, so under a causal mask the longest come first.
-// With G blocks, block b takes tiles b, 2G-1-b, 2G+b, 4G-1-b, ...: the rounds alternate
-// direction, so a block with one of the longer tiles of a round gets one of the shorter
-// tiles of the next, and the blocks end close together. Batched calls count tiles over
-// the longest sequence (p.len_q); a tile past its own sequence's len_q is empty.
+// A block's n-th query tile in the call's order (fa_wgmma_tile_order). Batched calls
+// count tiles over the longest sequence (p.len_q); a tile past its own sequence's len_q
+// is empty.
 struct fa_wgmma_tile {
     int row0, head;
     fa_sequence sequence;  // read only for valid tiles
     bool valid;
     bool empty;  // past the sequence's last row: nothing to load or store
 };
+struct fa_wgmma_tile_index {
+    int pair;        // batch * heads_q + head
+    int query_tile;  // the tile's first row over block_q
+};
+// FA_CHUNKED's t-th tile: the tiles t's chunk holds in head-by-head order (pair * query_tiles
+// + query_tile) taken by query tile from the last, pairs in order within a query tile. The
+// last chunk takes the tiles left over (up to two rounds more): a short chunk of its own
+// would end the call on its longest tiles.
+FAJIT_DEVICE fa_wgmma_tile_index fa_wgmma_chunked_tile(int t, int chunk_tiles, int query_tiles, int tiles) {
+    const int chunks = max(1, tiles / chunk_tiles), chunk = min(t / chunk_tiles, chunks - 1);
+    const int chunk_begin = chunk * chunk_tiles, chunk_end = chunk == chunks - 1 ? tiles : chunk_begin + chunk_tiles;
+    int rank = t - chunk_begin;
+#pragma unroll 1
+    for (int query_tile = query_tiles - 1;; --query_tile) {
+        // the pairs whose tile query_tile lies in [chunk_begin, chunk_end); the numerators
+        // stay above -query_tiles, so the truncating divisions round up
+        const int first_pair = (chunk_begin - query_tile + query_tiles - 1) / query_tiles;
+        const int end_pair = (chunk_end - query_tile + query_tiles - 1) / query_tiles;
+        if (rank < end_pair - first_pair) return {first_pair + rank, query_tile};
+        rank -= end_pair - first_pair;
+    }
+}
 template <class Spec>
 FAJIT_DEVICE fa_wgmma_tile fa_wgmma_block_tile(const fa_params& p, int n) {
     const int blocks = static_cast<int>(gridDim.x);
     const int block = static_cast<int>(blockIdx.x);
     const int t = n * blocks + (n % 2 == 0 ? block : blocks - 1 - block);
     const int query_tiles = (p.len_q + Spec::block_q - 1) / Spec::block_q;
-    const int heads_batches = p.heads_q * p.batch;
-    const int heads_per_group = fa_wgmma_heads_per_group<Spec>(p);
-    const int group = t / (heads_per_group * query_tiles), within = t % (heads_per_group * query_tiles);
-    const int group_pairs =
-        max(1, min(heads_per_group, heads_batches - group * heads_per_group));  // the last may be short
-    const int pair = group * heads_per_group + within % group_pairs;            // batch * heads_q + head
-    fa_wgmma_tile tile = {(query_tiles - 1 - within / group_pairs) * Spec::block_q,
-                          pair % p.heads_q,
-                          {},
-                          t < query_tiles * heads_batches,
-                          false};
-    if (tile.valid) {
-        tile.sequence = fa_sequence_of<Spec>(p, pair / p.heads_q);
-        tile.empty = tile.row0 >= tile.sequence.len_q;
-    }
+    const int pairs = p.heads_q * p.batch;
+    fa_wgmma_tile tile = {0, 0, {}, t < query_tiles * pairs, false};
+    if (!tile.valid) return tile;
+    const fa_wgmma_order order = fa_wgmma_tile_order<Spec>(p);
+    const fa_wgmma_tile_index index =
+        order == FA_HEAD_BY_HEAD ? fa_wgmma_tile_index{t / query_tiles, query_tiles - 1 - t % query_tiles}
+        : order == FA_CHUNKED    ? fa_wgmma_chunked_tile(t, 2 * blocks, query_tiles, query_tiles * pairs)
+                                 : fa_wgmma_tile_index{t % pairs, query_tiles - 1 - t / pairs};
+    tile.row0 = index.query_tile * Spec::block_q;
+    tile.head = index.pair % p.heads_q;
+    tile.sequence = fa_sequence_of<Spec>(p, index.pair / p.heads_q);
+    tile.empty = tile.row0 >= tile.sequence.len_q;
     return tile;
 }
 

@@ -156,23 +156,27 @@ void check_ramp(const std::string& family) {
 // wgmma-sm90's blocks are persistent: the grid has one block per multiprocessor and each
 // walks several query tiles, reusing its shared buffers and barriers. Shapes with more
 // tiles than the device has multiprocessors, including tiles whose rows see no key
-// (bottom-right with fewer keys than queries) and the two-stage d=256 path.
+// (bottom-right with fewer keys than queries) and the two-stage d=256 path. The causal
+// calls with many (head, batch) pairs and no GQA sharing take the chunked tile order
+// (fa_wgmma_tile_order) over more than four rounds, so over more than one chunk.
 void check_persistent_tiles() {
     struct Case {
-        int head_dim, len_q, len_k;
+        int batch, heads_q, heads_kv, head_dim, len_q, len_k;
         CausalMode causal;
     };
-    const Case cases[] = {{64, 1000, 300, CausalMode::bottom_right},
-                          {128, 1000, 300, CausalMode::bottom_right},
-                          {256, 1000, 300, CausalMode::bottom_right},
-                          {128, 1000, 600, CausalMode::none},
-                          {128, 1000, 1000, CausalMode::top_left}};
+    const Case cases[] = {{2, 12, 4, 64, 1000, 300, CausalMode::bottom_right},
+                          {2, 12, 4, 128, 1000, 300, CausalMode::bottom_right},
+                          {2, 12, 4, 256, 1000, 300, CausalMode::bottom_right},
+                          {2, 12, 4, 128, 1000, 600, CausalMode::none},
+                          {2, 12, 4, 128, 1000, 1000, CausalMode::top_left},
+                          {8, 8, 8, 128, 1100, 1100, CausalMode::top_left},
+                          {8, 8, 8, 64, 1100, 400, CausalMode::bottom_right}};
     const int multiprocessors = gpu_test_runtime().devices().front().compute_units;
     for (const Case& c : cases) {
         CaseShape shape;
-        shape.batch = 2;
-        shape.heads_q = 12;
-        shape.heads_kv = 4;
+        shape.batch = c.batch;
+        shape.heads_q = c.heads_q;
+        shape.heads_kv = c.heads_kv;
         shape.len_q = c.len_q;
         shape.len_k = c.len_k;
         shape.head_dim = c.head_dim;
