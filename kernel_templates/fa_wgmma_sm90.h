@@ -254,19 +254,23 @@ struct fa_wgmma_tile_index {
 // FA_CHUNKED's t-th tile: the tiles t's chunk holds in head-by-head order (pair * query_tiles
 // + query_tile) taken by query tile from the last, pairs in order within a query tile. The
 // last chunk takes the tiles left over (up to two rounds more): a short chunk of its own
-// would end the call on its longest tiles.
+// would end the call on its longest tiles. The consumers wait on this between tiles, so
+// its loop holds no division.
 FAJIT_DEVICE fa_wgmma_tile_index fa_wgmma_chunked_tile(int t, int chunk_tiles, int query_tiles, int tiles) {
     const int chunks = max(1, tiles / chunk_tiles), chunk = min(t / chunk_tiles, chunks - 1);
     const int chunk_begin = chunk * chunk_tiles, chunk_end = chunk == chunks - 1 ? tiles : chunk_begin + chunk_tiles;
+    // With chunk_begin = first * query_tiles + first_tile and chunk_end = end * query_tiles +
+    // end_tile, the chunk holds query tile q of the pairs from first + (q < first_tile) up to
+    // end + (q < end_tile), that one excluded.
+    const int first = chunk_begin / query_tiles, first_tile = chunk_begin - first * query_tiles;
+    const int end = chunk_end / query_tiles, end_tile = chunk_end - end * query_tiles;
     int rank = t - chunk_begin;
 #pragma unroll 1
     for (int query_tile = query_tiles - 1;; --query_tile) {
-        // the pairs whose tile query_tile lies in [chunk_begin, chunk_end); the numerators
-        // stay above -query_tiles, so the truncating divisions round up
-        const int first_pair = (chunk_begin - query_tile + query_tiles - 1) / query_tiles;
-        const int end_pair = (chunk_end - query_tile + query_tiles - 1) / query_tiles;
-        if (rank < end_pair - first_pair) return {first_pair + rank, query_tile};
-        rank -= end_pair - first_pair;
+        const int first_pair = first + (query_tile < first_tile);
+        const int pairs = end + (query_tile < end_tile) - first_pair;
+        if (rank < pairs) return {first_pair + rank, query_tile};
+        rank -= pairs;
     }
 }
 template <class Spec>

@@ -17,13 +17,15 @@ def chunked_tile(t, chunk_tiles, query_tiles, tiles):
     chunk = min(t // chunk_tiles, chunks - 1)
     chunk_begin = chunk * chunk_tiles
     chunk_end = tiles if chunk == chunks - 1 else chunk_begin + chunk_tiles
+    first, first_tile = divmod(chunk_begin, query_tiles)
+    end, end_tile = divmod(chunk_end, query_tiles)
     rank = t - chunk_begin
     for query_tile in range(query_tiles - 1, -1, -1):
-        first_pair = -(-(chunk_begin - query_tile) // query_tiles)
-        end_pair = -(-(chunk_end - query_tile) // query_tiles)
-        if rank < end_pair - first_pair:
+        first_pair = first + (query_tile < first_tile)
+        pairs = end + (query_tile < end_tile) - first_pair
+        if rank < pairs:
             return first_pair + rank, query_tile
-        rank -= end_pair - first_pair
+        rank -= pairs
     raise AssertionError("rank past the chunk")
 
 
