@@ -235,7 +235,7 @@ FAJIT_DEVICE fa_wgmma_order fa_wgmma_tile_order(const fa_params& p) {
         return FA_HEAD_BY_HEAD;
     else
         return static_cast<int>(gridDim.x) * (p.heads_q / p.heads_kv) < 8 * p.heads_q * p.batch ? FA_CHUNKED
-                                                                                                  : FA_LONGEST_FIRST;
+                                                                                                : FA_LONGEST_FIRST;
 }
 
 // A block's n-th query tile in the call's order (fa_wgmma_tile_order). Batched calls

@@ -164,13 +164,11 @@ void check_persistent_tiles() {
         int batch, heads_q, heads_kv, head_dim, len_q, len_k;
         CausalMode causal;
     };
-    const Case cases[] = {{2, 12, 4, 64, 1000, 300, CausalMode::bottom_right},
-                          {2, 12, 4, 128, 1000, 300, CausalMode::bottom_right},
-                          {2, 12, 4, 256, 1000, 300, CausalMode::bottom_right},
-                          {2, 12, 4, 128, 1000, 600, CausalMode::none},
-                          {2, 12, 4, 128, 1000, 1000, CausalMode::top_left},
-                          {8, 8, 8, 128, 1100, 1100, CausalMode::top_left},
-                          {8, 8, 8, 64, 1100, 400, CausalMode::bottom_right}};
+    const Case cases[] = {
+        {2, 12, 4, 64, 1000, 300, CausalMode::bottom_right},  {2, 12, 4, 128, 1000, 300, CausalMode::bottom_right},
+        {2, 12, 4, 256, 1000, 300, CausalMode::bottom_right}, {2, 12, 4, 128, 1000, 600, CausalMode::none},
+        {2, 12, 4, 128, 1000, 1000, CausalMode::top_left},    {8, 8, 8, 128, 1100, 1100, CausalMode::top_left},
+        {8, 8, 8, 64, 1100, 400, CausalMode::bottom_right}};
     const int multiprocessors = gpu_test_runtime().devices().front().compute_units;
     for (const Case& c : cases) {
         CaseShape shape;

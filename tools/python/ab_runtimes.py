@@ -21,6 +21,7 @@ last steps matter most); e4m3 (FP8 inputs with a bf16 output).
 """
 import argparse
 import os
+import re
 import sys
 
 import torch
@@ -48,9 +49,10 @@ SHAPES = {  # dtype, batch, heads_q, heads_kv, d, len_q, len_k, causal
 
 
 def parse_variant(text):
-    """NAME:KEY=VALUE[,KEY=VALUE...] as (name, settings)."""
+    """NAME:KEY=VALUE[,KEY=VALUE...] as (name, settings); a value may hold commas
+    (FAJIT_TILE=bq=64,waves=4): only a comma before FAJIT_ starts the next setting."""
     name, _, assignments = text.partition(":")
-    settings = dict(item.split("=", 1) for item in assignments.split(",") if item)
+    settings = dict(item.split("=", 1) for item in re.split(r",(?=FAJIT_)", assignments) if item)
     if not name or not settings or not all(key.startswith("FAJIT_") for key in settings):
         raise argparse.ArgumentTypeError(f"--variant {text!r}: expected NAME:FAJIT_KEY=VALUE[,FAJIT_KEY=VALUE...]")
     return name, settings
