@@ -280,12 +280,13 @@ FAJIT_DEVICE fa_wgmma_tile fa_wgmma_block_tile(const fa_params& p, int n) {
     const int t = n * blocks + (n % 2 == 0 ? block : blocks - 1 - block);
     const int query_tiles = (p.len_q + Spec::block_q - 1) / Spec::block_q;
     const int pairs = p.heads_q * p.batch;
-    fa_wgmma_tile tile = {0, 0, {}, t < query_tiles * pairs, false};
+    const int tiles = query_tiles * pairs;
+    fa_wgmma_tile tile = {0, 0, {}, t < tiles, false};
     if (!tile.valid) return tile;
     const fa_wgmma_order order = fa_wgmma_tile_order<Spec>(p);
     const fa_wgmma_tile_index index =
         order == FA_HEAD_BY_HEAD ? fa_wgmma_tile_index{t / query_tiles, query_tiles - 1 - t % query_tiles}
-        : order == FA_CHUNKED    ? fa_wgmma_chunked_tile(t, 2 * blocks, query_tiles, query_tiles * pairs)
+        : order == FA_CHUNKED    ? fa_wgmma_chunked_tile(t, 2 * blocks, query_tiles, tiles)
                                  : fa_wgmma_tile_index{t % pairs, query_tiles - 1 - t / pairs};
     tile.row0 = index.query_tile * Spec::block_q;
     tile.head = index.pair % p.heads_q;

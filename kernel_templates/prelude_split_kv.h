@@ -66,6 +66,32 @@ FAJIT_DEVICE void fa_split_store_row(const fa_params& p, const fa_sequence& sequ
     if (p.lse && lane == 0) p.lse[fa_lse_index<Spec>(p, sequence, head, row)] = lse;
 }
 
+// Counts the block's arrival at `counter`, one of `arrivals`, and tells every thread
+// whether it was the last; every thread of the block calls it, and `last` is a shared
+// flag. The block's writes before the call are visible to the last block after it.
+// NVIDIA from sm_70: one thread's acquire-release atomic after a barrier (PTX's release
+// is cumulative over what the barrier ordered before it), not a device-wide fence by
+// every thread before and after; AMD and older NVIDIA keep the fences.
+FAJIT_DEVICE bool fa_block_arrives_last(unsigned int* counter, unsigned int arrivals, bool& last) {
+#if FAJIT_NVIDIA && __CUDA_ARCH__ >= 700
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned int before;
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(before) : "l"(counter) : "memory");
+        last = before == arrivals - 1;
+    }
+    __syncthreads();
+    return last;
+#else
+    __threadfence();  // the block's writes are visible device-wide before its arrival is counted
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == arrivals - 1;
+    __syncthreads();
+    if (last) __threadfence();  // the other blocks' writes are read only after their arrivals
+    return last;
+#endif
+}
+
 // Ends the block (see the top of this part); every thread of the block calls it, after
 // a barrier that makes merged, frame and sum complete. merges_splits is a shared flag.
 // Only the packed rows are published and merged: the tile's idle rows are never stored.
@@ -94,45 +120,47 @@ FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequenc
             mine[rows * value_dim + threadIdx.x] = frame[threadIdx.x];
             mine[rows * value_dim + rows + threadIdx.x] = sum[threadIdx.x];
         }
-        __threadfence();  // the partial is visible device-wide before the arrival is counted
-        __syncthreads();
-        if (threadIdx.x == 0)
-            merges_splits = atomicAdd(p.split_arrivals + pair, 1u) == static_cast<unsigned int>(p.num_splits) - 1;
-        __syncthreads();
-        if (!merges_splits) return;
-        __threadfence();  // the other splits' partials are read only after their arrivals
+        if (!fa_block_arrives_last(p.split_arrivals + pair, static_cast<unsigned int>(p.num_splits), merges_splits))
+            return;
 
         // A thread an element of O: the merge is on the launch's critical path, so every
-        // thread takes part, and it reads the splits a chunk at a time, each chunk's loads
-        // unconditional and in flight together (a split past the last repeats the last and
-        // weighs nothing). Volatile: the partials were written by other blocks during this
-        // launch. A split with no visible key has sum 0 and frame -inf, and weighs nothing.
+        // thread takes part, and it reads the splits a chunk at a time in one pass, each
+        // chunk's frames, sums and values unconditional and in flight together (a split
+        // past the last repeats the last and weighs nothing), the running value and total
+        // brought to a chunk's larger frame as in the softmax. Volatile: the partials were
+        // written by other blocks during this launch. A split with no visible key has sum
+        // 0 and frame -inf, and weighs nothing.
         constexpr int chunk = 16;
         const volatile float* all = partials;
-        const auto frame_of = [&](int s, int r) { return all[s * partial_floats + rows * value_dim + r]; };
-        const auto sum_of = [&](int s, int r) { return all[s * partial_floats + rows * value_dim + rows + r]; };
         for (int i = threadIdx.x; i < packed_rows * value_dim; i += blockDim.x) {
             const int r = i / value_dim, d = i % value_dim;
-            float largest = fa_neg_inf();
-            for (int first = 0; first < p.num_splits; first += chunk)
+            float largest = fa_neg_inf(), total = 0.0f, value = 0.0f;
+            for (int first = 0; first < p.num_splits; first += chunk) {
+                float split_frame[chunk], split_sum[chunk], split_value[chunk];
 #pragma unroll
                 for (int j = 0; j < chunk; ++j) {
-                    const int s = min(first + j, p.num_splits - 1);
-                    const float split_frame = frame_of(s, r), split_sum = sum_of(s, r);
-                    largest = fmaxf(largest, split_sum > 0.0f ? split_frame : fa_neg_inf());
+                    const volatile float* split = all + min(first + j, p.num_splits - 1) * partial_floats;
+                    split_frame[j] = split[rows * value_dim + r];
+                    split_sum[j] = split[rows * value_dim + rows + r];
+                    split_value[j] = split[r * value_dim + d];
                 }
-            float total = 0.0f, value = 0.0f;
-            for (int first = 0; first < p.num_splits; first += chunk)
+                float chunk_largest = largest;
+#pragma unroll
+                for (int j = 0; j < chunk; ++j)
+                    if (split_sum[j] > 0.0f) chunk_largest = fmaxf(chunk_largest, split_frame[j]);
+                if (chunk_largest == fa_neg_inf()) continue;  // no split so far saw a key
+                const float correction = largest == fa_neg_inf() ? 0.0f : fa_exp2(largest - chunk_largest);
+                total *= correction;
+                value *= correction;
+                largest = chunk_largest;
 #pragma unroll
                 for (int j = 0; j < chunk; ++j) {
-                    const int s = min(first + j, p.num_splits - 1);
-                    const float split_frame = frame_of(s, r), split_sum = sum_of(s, r);
-                    const float split_value = all[s * partial_floats + r * value_dim + d];
-                    const bool weighs = first + j < p.num_splits && split_sum > 0.0f;
-                    const float factor = weighs ? fa_exp2(split_frame - largest) : 0.0f;
-                    total += split_sum * factor;
-                    value += split_value * factor;
+                    const bool weighs = first + j < p.num_splits && split_sum[j] > 0.0f;
+                    const float factor = weighs ? fa_exp2(split_frame[j] - largest) : 0.0f;
+                    total += split_sum[j] * factor;
+                    value += split_value[j] * factor;
                 }
+            }
             merged[r][d] = value;
             if (d == 0) {
                 frame[r] = largest;
