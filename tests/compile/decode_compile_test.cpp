@@ -1,8 +1,9 @@
 // The split-KV decode families compile for every arch kind they serve (decode-split: gfx11
 // wave32, gfx9 wave64, sm_80, sm_90a; decode-mma: sm_80, sm_90a, with one and two row
-// tiles) over dtype, head dims at the edges and between, tile rows and K/V layouts; AMD code objects are checked for
-// spills and scratch. No GPU is needed; a
-// backend whose compiler library is absent is skipped with its reason.
+// tiles) over dtype, head dims at the edges and between (every one the family takes with
+// FAJIT_TEST_EXHAUSTIVE=1), tile rows and K/V layouts; AMD code objects are checked for
+// spills and scratch. No GPU is needed; a backend whose compiler library is absent is
+// skipped with its reason.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "spec/arch.hpp"
 #include "support/batched_sample.hpp"
 #include "support/compile_support.hpp"
+#include "support/head_dim_sample.hpp"
 
 using namespace fajit;
 using namespace fajit::testing;
@@ -24,9 +26,12 @@ namespace {
 std::vector<KernelSpec> decode_specs(const std::string& family, const std::string& arch) {
     std::vector<KernelSpec> specs;
     int index = 0;
-    // A covering sample: every dtype x head dim, with rows and layouts taking turns.
+    // A covering sample: every dtype x head dim x rows and layout, causal taking turns.
+    const auto& all_dims = find_family(family)->head_dims;
+    const std::vector<int> head_dims =
+        exhaustive_sweeps() ? std::vector<int>(all_dims.begin(), all_dims.end()) : std::vector<int>{16, 72, 128, 256};
     for (const DType dtype : {DType::f16, DType::bf16})
-        for (const int head_dim : {16, 72, 128, 256})
+        for (const int head_dim : head_dims)
             for (const auto& [rows, layout, page_size] : {std::tuple{1, KvLayout::dense, 0},
                                                           {4, KvLayout::paged, 16},
                                                           {16, KvLayout::ragged, 0},
