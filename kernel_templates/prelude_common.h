@@ -239,6 +239,28 @@ FAJIT_DEVICE float fa_capped(const fa_soft_cap& cap, float score_log2) {
     return cap.cap_log2 * fa_tanh(score_log2 * cap.inverse);
 }
 
+// A capped score lies in [-c', c'], so a row's frame need not follow its maximum: fixed
+// at c' - 64, it keeps every P = exp2(score - frame) within [2^(64 - 2c'), 2^64]. Where P
+// is rounded to a type with f32's exponent range (bf16), and 2^(64 - 2c') is still a
+// normal float (c' <= 95, c <= 65.8: Gemma 2's 50 is), no row needs its maximum and no
+// frame moves after a row's first key, so the softmax skips the maximum's reduction
+// that sits between each score's tanh and its exponent. A larger cap, and f16 or e4m3
+// P, keep the moving frame. O and the sums are f32: P up to 2^64 leaves them 2^64 of
+// headroom.
+constexpr float fa_capped_frame_headroom = 64.0f;
+template <class T>
+constexpr bool fa_has_float_range = false;
+template <>
+constexpr bool fa_has_float_range<fa_bf16> = true;
+template <class P>
+FAJIT_DEVICE bool fa_capped_frame_fits(const fa_soft_cap& cap) {
+    if constexpr (fa_has_float_range<P>)
+        return 2.0f * cap.cap_log2 - fa_capped_frame_headroom <= 126.0f;
+    else
+        return false;
+}
+FAJIT_DEVICE float fa_capped_frame(const fa_soft_cap& cap) { return cap.cap_log2 - fa_capped_frame_headroom; }
+
 // The softmax's denominator of a row: returns its reciprocal and gives the row's LSE.
 // With attention sinks (Spec::sinks) the head's sink logit joins the denominator as one
 // more exponential that weighs no value row, so a row that sees no key outputs zeros
@@ -255,9 +277,10 @@ FAJIT_DEVICE float fa_softmax_normalizer(const fa_params& p, int head, float fra
         const float kept = sum > 0.0f ? fa_exp2(frame - top) : 0.0f;
         const float total = sum * kept + fa_exp2(sink - top);
         lse = (top + fa_log2(total)) * FAJIT_LN2;
-        // total >= 1 (its largest term is exp2(0)), where the hardware reciprocal is good to
-        // an ulp; NVIDIA's correctly rounded one calls a subroutine, whose saved registers
-        // spilled (ptxas, scalar with every feature).
+        // total is a normal float (at least 1 with a moving frame, whose largest term is
+        // exp2(0); at least 2^-126 with a fixed one, fa_capped_frame_fits), where the hardware
+        // reciprocal is good to an ulp; NVIDIA's correctly rounded one calls a subroutine,
+        // whose saved registers spilled (ptxas, scalar with every feature).
         return kept * fa_fast_reciprocal(total);
     } else {
         // A row that sees no key (Lq > Lk under bottom-right) outputs zeros, not NaN.

@@ -218,7 +218,9 @@ FAJIT_DEVICE void fa_m16n8_mask_and_reduce(float (&s)[4 * key_tiles], float scal
 // scale (tanh keeps the order and c' > 0) and scale / c' is one factor, two multiplies
 // a score fewer: wgmma-sm90's seed shape with a cap took 0.495 ms against 0.523 with
 // only the one factor (H200). mma-sm80 keeps fa_capped, since the run-time factor costs
-// it the register that, with window, cap and sinks at once, tips it into spilling.
+// it the register that, with window, cap and sinks at once, tips it into spilling. Where
+// the cap allows a fixed frame (fa_capped_frame_fits), the maxima are that frame and
+// blocks without a mask reduce nothing.
 // Returns the factor the scores still need. kv_head picks e4m3 inputs' factors.
 template <class Spec, int key_tiles, bool cap_in_exponent = false>
 FAJIT_DEVICE float fa_m16n8_scores(const fa_params& p, int kv_head, float (&s)[4 * key_tiles], bool masked,
@@ -234,10 +236,22 @@ FAJIT_DEVICE float fa_m16n8_scores(const fa_params& p, int kv_head, float (&s)[4
 #pragma unroll
             for (int i = 0; i < 4 * key_tiles; ++i) s[i] = fa_capped(cap, s[i] * scale_log2);
         }
+        const float multiplier = cap_in_exponent ? cap.cap_log2 : 1.0f;
+        if (fa_capped_frame_fits<typename Spec::element>(cap)) {
+            // A fixed frame: a row's "maximum" is that frame where the row sees a key of the
+            // block and -inf where it sees none, which only a block with a mask can tell.
+            const float frame = fa_capped_frame(cap);
+            if (masked) {
+                fa_m16n8_mask_and_reduce<Spec, key_tiles, false>(s, 1.0f, true, visible, key0, row_max);
+                for (int h = 0; h < 2; ++h) row_max[h] = row_max[h] == fa_neg_inf() ? fa_neg_inf() : frame;
+            } else {
+                row_max[0] = row_max[1] = frame;
+            }
+            return multiplier;
+        }
         fa_m16n8_mask_and_reduce<Spec, key_tiles, false>(s, 1.0f, masked, visible, key0, row_max);
-        if constexpr (!cap_in_exponent) return 1.0f;
-        for (int h = 0; h < 2; ++h) row_max[h] *= cap.cap_log2;
-        return cap.cap_log2;
+        for (int h = 0; h < 2; ++h) row_max[h] *= multiplier;
+        return multiplier;
     }
     if (scale_log2 > 0.0f) {
         fa_m16n8_mask_and_reduce<Spec, key_tiles, false>(s, scale_log2, masked, visible, key0, row_max);

@@ -2,7 +2,8 @@
 // feature in each family and dtype, on the cases each one invites:
 //   windows narrower than a key block, wider than Lk, one- and two-sided, and rows that
 //   see no key at all;
-//   a soft-cap on huge scores (scale 4 puts raw scores far past the cap);
+//   a soft-cap on huge scores (scale 4 puts raw scores far past the cap), one above every
+//   score, and caps on either side of the largest for which bf16 rows keep a fixed frame;
 //   sinks on rows that see no key (output 0, LSE the sink), and a sink of -inf.
 // Prefill families and the decode families run dense calls; the decode families also run
 // a paged batch, since serving decodes windowed models over a paged cache. Each family
@@ -46,6 +47,11 @@ const FeatureCase prefill_cases[] = {
     {"window with rows that see no key", CausalMode::bottom_right, 200, 150, SlidingWindow{16, 0}},
     {"soft-cap on huge scores", CausalMode::none, 257, 777, std::nullopt, 10.0f, false, 4.0f},
     {"soft-cap under a window", CausalMode::bottom_right, 300, 1000, SlidingWindow{200, 0}, 30.0f, false, 2.0f},
+    // A cap above every score, as in models, where it is a guard rail.
+    {"soft-cap above every score", CausalMode::bottom_right, 300, 1000, std::nullopt, 50.0f},
+    // bf16 fixes capped rows' frames up to c = 65.8 (fa_capped_frame_fits); past it they move.
+    {"soft-cap at the fixed frame's limit", CausalMode::bottom_right, 150, 900, std::nullopt, 65.0f, false, 8.0f},
+    {"soft-cap past the fixed frame's limit", CausalMode::bottom_right, 150, 900, std::nullopt, 80.0f, false, 8.0f},
     {"sinks on rows that see no key", CausalMode::bottom_right, 200, 150, std::nullopt, 0.0f, true},
     {"sinks, soft-cap and window", CausalMode::bottom_right, 333, 2000, SlidingWindow{100, 0}, 20.0f, true, 1.0f},
 };
@@ -55,6 +61,7 @@ const FeatureCase decode_cases[] = {
     {"decode window of 100", CausalMode::bottom_right, 2, 3000, SlidingWindow{100, 0}},
     {"decode window wider than Lk", CausalMode::none, 1, 3000, SlidingWindow{5000, -1}},
     {"decode soft-cap on huge scores", CausalMode::none, 1, 2000, std::nullopt, 10.0f, false, 4.0f},
+    {"decode soft-cap past the fixed frame's limit", CausalMode::none, 1, 2000, std::nullopt, 80.0f, false, 8.0f},
     {"decode sinks on rows that see no key", CausalMode::bottom_right, 4, 2, std::nullopt, 0.0f, true},
     {"decode sinks, soft-cap and window", CausalMode::bottom_right, 1, 4000, SlidingWindow{128, 0}, 20.0f, true, 1.0f},
 };

@@ -8,8 +8,8 @@ Sliding window: a 2,048-row prefill chunk and a decode batch at the end of 32K k
 under the window and 2,049..4,096 without it, so the windowed call has 4/3 the work; both
 figures are printed. Soft-cap and sinks: the seed shape (bf16, GQA 32/8, D=128, Lq 2048, Lk
 8192, bottom-right), D=256 (Gemma 2's head dim) and decode, each with and without the
-feature. Every timing is CUDA events over back-to-back calls, each row measured twice
-(rounds), since run-to-run spread is real. --template-dir-a/-b time two template trees
+feature, and the seed shape in f16. Every timing is CUDA events over back-to-back calls,
+each row measured twice (rounds), since run-to-run spread is real. --template-dir-a/-b time two template trees
 against each other on every row (an A/B of a kernel change).
 """
 import argparse
@@ -65,9 +65,12 @@ def cases():
         rows.append((f"window {shape}", "window 4096, Lk 32768", windowed, {"window": window},
                      batch * visible_pairs(len_q, 32768, window[0])))
     sinks = torch.linspace(-2.0, 4.0, 32, device="cuda", dtype=torch.float32)
-    for label, batch, len_q, len_k, head_dim in (("seed D=128", 1, 2048, 8192, 128), ("D=256", 1, 2048, 8192, 256),
-                                                 ("decode 16x8K", 16, 1, 8192, 128)):
-        t = tensors(batch, len_q, len_k, head_dim, bf16)
+    # bf16 rows, whose soft-capped rows keep a fixed frame, and the seed shape in f16 too, whose keep a
+    # moving one (fa_capped_frame_fits in the prelude).
+    for label, batch, len_q, len_k, head_dim, dtype in (
+            ("seed D=128", 1, 2048, 8192, 128, bf16), ("seed D=128 f16", 1, 2048, 8192, 128, torch.float16),
+            ("D=256", 1, 2048, 8192, 256, bf16), ("decode 16x8K", 16, 1, 8192, 128, bf16)):
+        t = tensors(batch, len_q, len_k, head_dim, dtype)
         pairs = batch * visible_pairs(len_q, len_k)
         rows.append((label, "plain", t, {}, pairs))
         rows.append((label, "softcap 50", t, {"softcap": 50.0}, pairs))
