@@ -243,6 +243,9 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_TILE_WAVE) fa_matrix_core(f
                     scores[t].x[i] = fa_capped(cap, scores[t].x[i] * score_scale);
         // Scaled here unless the soft-cap did it.
         const float scale_here = Spec::softcap ? 1.0f : score_scale;
+        // A soft-cap that fixes the frame (fa_capped_frame_fits) needs a row's maximum only to
+        // tell a row that sees no key of a masked step from one that sees some.
+        const bool fixed_frame = Spec::softcap && fa_capped_frame_fits<element>(cap);
         if (fa_block_masked<Spec>(wave_blocks.unmasked, key0, block_k)) {
             // Only steps that cross some row's limit (the causal diagonal, a window's edge, or
             // len_k) mask.
@@ -255,6 +258,10 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_TILE_WAVE) fa_matrix_core(f
                     scores[t].x[i] = s;
                     step_max = fmaxf(step_max, s);
                 }
+            step_max = fa_column_max(step_max);  // the row's maximum
+            if (fixed_frame && step_max != fa_neg_inf()) step_max = fa_capped_frame(cap);
+        } else if (fixed_frame) {
+            step_max = fa_capped_frame(cap);
         } else {
 #pragma unroll
             for (int t = 0; t < key_tiles; ++t)
@@ -263,8 +270,8 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_TILE_WAVE) fa_matrix_core(f
                     scores[t].x[i] *= scale_here;
                     step_max = fmaxf(step_max, scores[t].x[i]);
                 }
+            step_max = fa_column_max(step_max);
         }
-        step_max = fa_column_max(step_max);  // the row's maximum
 
         // Deferred rescale: a row's lanes share its maximum and take the same decision;
         // the leader reports it.
