@@ -9,8 +9,8 @@ under the window and 2,049..4,096 without it, so the windowed call has 4/3 the w
 figures are printed. Soft-cap and sinks: the seed shape (bf16, GQA 32/8, D=128, Lq 2048, Lk
 8192, bottom-right), D=256 (Gemma 2's head dim) and decode, each with and without the
 feature, and the seed shape in f16. Every timing is CUDA events over back-to-back calls,
-each row measured twice (rounds), since run-to-run spread is real. --template-dir-a/-b time two template trees
-against each other on every row (an A/B of a kernel change).
+each row measured twice (rounds), since run-to-run spread is real. --template-dir-a/-b time
+two template trees against each other on every row (an A/B of a kernel change).
 """
 import argparse
 import json
@@ -65,7 +65,7 @@ def cases():
         rows.append((f"window {shape}", "window 4096, Lk 32768", windowed, {"window": window},
                      batch * visible_pairs(len_q, 32768, window[0])))
     sinks = torch.linspace(-2.0, 4.0, 32, device="cuda", dtype=torch.float32)
-    # bf16 rows, whose soft-capped rows keep a fixed frame, and the seed shape in f16 too, whose keep a
+    # bf16, whose capped rows keep a fixed frame, and the seed shape in f16, whose capped rows keep a
     # moving one (fa_capped_frame_fits in the prelude).
     for label, batch, len_q, len_k, head_dim, dtype in (
             ("seed D=128", 1, 2048, 8192, 128, bf16), ("seed D=128 f16", 1, 2048, 8192, 128, torch.float16),
