@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(Spec::waves* FAJIT_TILE_WAVE) fa_matrix_core(f
                     step_max = fmaxf(step_max, s);
                 }
             step_max = fa_column_max(step_max);  // the row's maximum
-            if (fixed_frame && step_max != fa_neg_inf()) step_max = fa_capped_frame(cap);
+            if (fixed_frame) step_max = fa_capped_step_max(cap, step_max);
         } else if (fixed_frame) {
             step_max = fa_capped_frame(cap);
         } else {

@@ -260,6 +260,11 @@ FAJIT_DEVICE bool fa_capped_frame_fits(const fa_soft_cap& cap) {
         return false;
 }
 FAJIT_DEVICE float fa_capped_frame(const fa_soft_cap& cap) { return cap.cap_log2 - fa_capped_frame_headroom; }
+// A fixed-frame row's "maximum" for a step with a mask: the frame where the row saw a key
+// (its reduced maximum is finite) and -inf where it saw none, so an empty row stays empty.
+FAJIT_DEVICE float fa_capped_step_max(const fa_soft_cap& cap, float reduced_max) {
+    return reduced_max == fa_neg_inf() ? fa_neg_inf() : fa_capped_frame(cap);
+}
 
 // The softmax's denominator of a row: returns its reciprocal and gives the row's LSE.
 // With attention sinks (Spec::sinks) the head's sink logit joins the denominator as one

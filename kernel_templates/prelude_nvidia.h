@@ -238,14 +238,12 @@ FAJIT_DEVICE float fa_m16n8_scores(const fa_params& p, int kv_head, float (&s)[4
         }
         const float multiplier = cap_in_exponent ? cap.cap_log2 : 1.0f;
         if (fa_capped_frame_fits<typename Spec::element>(cap)) {
-            // A fixed frame: a row's "maximum" is that frame where the row sees a key of the
-            // block and -inf where it sees none, which only a block with a mask can tell.
-            const float frame = fa_capped_frame(cap);
+            // A fixed frame: only a block with a mask can hold a row that sees no key.
             if (masked) {
                 fa_m16n8_mask_and_reduce<Spec, key_tiles, false>(s, 1.0f, true, visible, key0, row_max);
-                for (int h = 0; h < 2; ++h) row_max[h] = row_max[h] == fa_neg_inf() ? fa_neg_inf() : frame;
+                for (int h = 0; h < 2; ++h) row_max[h] = fa_capped_step_max(cap, row_max[h]);
             } else {
-                row_max[0] = row_max[1] = frame;
+                row_max[0] = row_max[1] = fa_capped_frame(cap);
             }
             return multiplier;
         }
