@@ -102,8 +102,10 @@ def paged_graph_case():
     call = lambda: torch.ops.fajit.attention_paged(q, k_cache, v_cache, cu_q, table, kv_lens, 1, capacity,
                                                    "bottom-right", None)
     # One call on the capturing stream first: it compiles the kernel and allocates the
-    # stream's split-KV workspace, which a stream under capture may not do.
+    # stream's split-KV workspace, which a stream under capture may not do. The stream
+    # waits for the inputs, written on the current one.
     stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
         call()
     torch.cuda.synchronize()

@@ -52,8 +52,11 @@ def time_ms(call, warmup=5, repeats=30):
 def graph_ms(calls, repeats=20):
     """Per-call time of `calls` replayed as one CUDA graph, the way engines run decode: the
     calls (one per input set, so the inputs are not all in L2, like a model's layers) warm
-    up on the capturing stream first, which gives fa-jit's split workspace to that stream."""
+    up on the capturing stream first, which gives fa-jit's split workspace to that stream.
+    That stream first waits for the current one, where the inputs were written: without the
+    wait, the warm-up calls could read inputs still being written."""
     stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
         for call in calls:
             call()
@@ -166,7 +169,8 @@ def run_ragged(rt, args, dtype):
 
 
 def paged_inputs(args, dtype, generator):
-    """One input set of the paged mode: a shuffled paged cache and the same K/V dense."""
+    """One input set of the paged mode: a paged cache (shuffled pages unless --in-order) and
+    the same K/V dense."""
     batch, lk, lq, page = args.batch, args.len_k, args.len_q, args.page_size
     hq, hkv, d = args.heads_q, args.heads_kv, args.head_dim
     pages_per_seq = (lk + page - 1) // page
@@ -176,7 +180,10 @@ def paged_inputs(args, dtype, generator):
     k_cache = torch.randn(*shape, dtype=dtype, device="cuda")
     v_cache = torch.randn_like(k_cache)
     slots_first = (lambda cache: cache.transpose(1, 2)) if args.heads_first else (lambda cache: cache)
-    order = torch.randperm(num_pages, device="cuda", generator=generator)
+    if args.in_order:
+        order = torch.arange(num_pages, device="cuda")
+    else:
+        order = torch.randperm(num_pages, device="cuda", generator=generator)
     table = order.view(batch, pages_per_seq).to(torch.int32).contiguous()
     q = torch.randn(batch * lq, hq, d, dtype=dtype, device="cuda")
     # The same K/V, dense and contiguous [batch, Hkv, Lk, d].
@@ -219,7 +226,7 @@ def run_paged(rt, args, dtype, roofline):
     best = min((r["ms"] for r in torch_results.values() if "ms" in r), default=float("nan"))
     best_graph = min((r["graph_ms"] for r in torch_results.values() if "graph_ms" in r), default=float("nan"))
     return {"mode": "paged", "batch": batch, "len_q": lq, "len_k": lk, "page_size": page,
-            "heads_first": args.heads_first, "input_sets": len(sets),
+            "heads_first": args.heads_first, "in_order": args.in_order, "input_sets": len(sets),
             "fajit_paged_ms": paged_ms, "fajit_dense_ms": dense_ms, "paged_over_dense": paged_ms / dense_ms,
             "fajit_paged_graph_ms": paged_graph_ms, "fajit_dense_graph_ms": dense_graph_ms,
             "fajit_paged_tb_s": kv_bytes / (paged_graph_ms * 1e9), "copy_roofline_tb_s": roofline / 1e12,
@@ -253,6 +260,8 @@ def main():
     paged.add_argument("--page-size", type=int, default=16)
     paged.add_argument("--heads-first", action="store_true",
                        help="caches [pages, heads_kv, page_size, d] instead of [pages, page_size, heads_kv, d]")
+    paged.add_argument("--in-order", action="store_true",
+                       help="each sequence's pages consecutive in the cache instead of shuffled over it")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     rt = fajit.Runtime(args.library, FAJIT_CHECK_INDICES=int(args.check_indices))
