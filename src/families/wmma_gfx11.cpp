@@ -35,7 +35,10 @@ bool stages_q(int head_dim, int head_dim_v) {
 // the key step halves again (gfx1151, f16 and bf16, static ISA, every head dim):
 //   padded 80, any feature: 64 keys spilled 77-85 VGPRs with all three; 32 keys need 206;
 //   padded 112 with a window: 32 keys spilled 1-5; 16 keys need 219;
-//   over 128 with sinks and no window: 32 keys spilled 1 at d=160; 16 keys need 205.
+//   over 128 with sinks and no window: 32 keys spilled 1 at d=160; 16 keys need 205;
+//   padded 160 with a soft-cap and no window: 32 keys spilled 1 in bf16 (the fixed
+//   frame's code); 16 keys need 209. Elsewhere over 128 a soft-cap alone spills at
+//   neither step, and 16 keys took more VGPRs at some dims (252 against 192 at d=200).
 //   (With all three features, 16 keys spilled 1-2 at d=200 and 208, and 32 none.)
 Tile choose_tile(const ShapeClass& shape, std::string_view) {
     const bool q_in_lds = stages_q(shape.head_dim, value_head_dim(shape));
@@ -47,7 +50,8 @@ Tile choose_tile(const ShapeClass& shape, std::string_view) {
         waves = 2;
     int block_k = q_in_lds || wider == 112 || wider > 128 ? 32 : 64;
     const bool any_feature = shape.window || shape.softcap || shape.sinks;
-    if ((wider == 80 && any_feature) || (wider == 112 && shape.window) || (wider > 128 && shape.sinks && !shape.window))
+    if ((wider == 80 && any_feature) || (wider == 112 && shape.window) ||
+        (wider > 128 && shape.sinks && !shape.window) || (wider == 160 && shape.softcap && !shape.window))
         block_k /= 2;
     return {16 * waves, block_k, waves};
 }

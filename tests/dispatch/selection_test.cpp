@@ -85,6 +85,8 @@ TEST_CASE("gfx11: the model features halve the key step where they would spill (
     check_tile(with(112, false, true, true), 64, 32, 4);
     check_tile(with(128, true, true, true), 64, 64, 4);
     check_tile(with(160, false, false, true), 32, 16, 2);
+    check_tile(with(160, false, true, false), 32, 16, 2);  // a soft-cap alone spilled one VGPR in bf16
+    check_tile(with(160, true, true, false), 32, 32, 2);   // with a window it fits at 32 keys
     check_tile(with(256, false, true, false), 32, 32, 2);  // Gemma 2's soft-capped 256 keeps its step
 }
 
