@@ -3,8 +3,6 @@
 #include <cuda.h>
 #include <nvrtc.h>
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -15,11 +13,18 @@
 
 #include "backend/cuda_backend.hpp"
 #include "backend/dynamic_library.hpp"
+#include "backend/runtime_compiler.hpp"
 
 namespace fajit {
 namespace {
 
 struct Nvrtc {
+    using program_type = nvrtcProgram;
+    using result_type = nvrtcResult;
+    static constexpr nvrtcResult success = NVRTC_SUCCESS;
+    static constexpr const char* prefix = "nvrtc";
+    static constexpr const char* destroy_call = "nvrtcDestroyProgram";
+
     DynamicLibrary library{{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", FAJIT_CUDA_LIBRARY_DIR "/libnvrtc.so"}};
     decltype(&nvrtcVersion) version = nullptr;
     decltype(&nvrtcCreateProgram) create = nullptr;
@@ -27,8 +32,8 @@ struct Nvrtc {
     decltype(&nvrtcCompileProgram) compile = nullptr;
     decltype(&nvrtcGetProgramLogSize) log_size = nullptr;
     decltype(&nvrtcGetProgramLog) log = nullptr;
-    decltype(&nvrtcGetCUBINSize) cubin_size = nullptr;
-    decltype(&nvrtcGetCUBIN) cubin = nullptr;
+    decltype(&nvrtcGetCUBINSize) code_size = nullptr;  // the cubin's
+    decltype(&nvrtcGetCUBIN) code = nullptr;
     decltype(&nvrtcAddNameExpression) add_name = nullptr;
     decltype(&nvrtcGetLoweredName) lowered_name = nullptr;
     decltype(&nvrtcGetErrorString) error_string = nullptr;
@@ -48,7 +53,7 @@ struct Nvrtc {
             library.bind(version, "nvrtcVersion") && library.bind(create, "nvrtcCreateProgram") &&
             library.bind(destroy, "nvrtcDestroyProgram") && library.bind(compile, "nvrtcCompileProgram") &&
             library.bind(log_size, "nvrtcGetProgramLogSize") && library.bind(log, "nvrtcGetProgramLog") &&
-            library.bind(cubin_size, "nvrtcGetCUBINSize") && library.bind(cubin, "nvrtcGetCUBIN") &&
+            library.bind(code_size, "nvrtcGetCUBINSize") && library.bind(code, "nvrtcGetCUBIN") &&
             library.bind(add_name, "nvrtcAddNameExpression") && library.bind(lowered_name, "nvrtcGetLoweredName") &&
             library.bind(error_string, "nvrtcGetErrorString");
         if (!bound) {
@@ -197,45 +202,14 @@ const Driver& driver() {
     return instance;
 }
 
-// A destructor cannot hand a failed release to its caller, so it logs it.
-void log_failed_release(const char* call, const char* reason) noexcept {
-    try {
-        spdlog::warn("{} failed: {}", call, reason);
-    } catch (...) {
-        // Nothing is left to tell.
-    }
-}
-
 // A driver already shut down at process exit (CUDA_ERROR_DEINITIALIZED) released
 // everything with its contexts.
 void log_failed_release(const char* call, CUresult status) noexcept {
     if (status == CUDA_ERROR_DEINITIALIZED) return;
     const char* text = nullptr;
     if (driver().error_string) driver().error_string(status, &text);
-    log_failed_release(call, text ? text : "unknown CUDA error");
+    fajit::log_failed_release(call, text ? text : "unknown CUDA error");
 }
-
-// Owns an nvrtcProgram so it is destroyed on every path, errors and exceptions included.
-class Program {
-public:
-    Program(const Nvrtc& api, const CompileRequest& request) : api_(api) {
-        status_ = api_.create(&program_, request.source.c_str(), request.program_name.c_str(), 0, nullptr, nullptr);
-    }
-    ~Program() {
-        if (!program_) return;
-        if (nvrtcResult status = api_.destroy(&program_); status != NVRTC_SUCCESS)
-            log_failed_release("nvrtcDestroyProgram", api_.error_string(status));
-    }
-    Program(const Program&) = delete;
-    Program& operator=(const Program&) = delete;
-    nvrtcResult created() const { return status_; }
-    nvrtcProgram get() const { return program_; }
-
-private:
-    const Nvrtc& api_;
-    nvrtcProgram program_ = nullptr;
-    nvrtcResult status_;
-};
 
 class CudaKernel final : public LoadedKernel {
 public:
@@ -325,51 +299,9 @@ public:
     std::string compiler_identity() const override { return nvrtc().identity(); }
 
     CompileResult compile(const CompileRequest& request) const override {
-        CompileResult result;
-        const Nvrtc& api = nvrtc();
-        if (!api.error.empty()) {
-            result.log = api.error;
-            return result;
-        }
-        Program program(api, request);
-        if (program.created() != NVRTC_SUCCESS) {
-            result.log = std::string("nvrtcCreateProgram: ") + api.error_string(program.created());
-            return result;
-        }
-        for (const auto& expression : request.name_expressions) api.add_name(program.get(), expression.c_str());
-
         std::vector<std::string> options = {"--gpu-architecture=" + request.arch, "-std=c++17"};
-        if (api.has_result_cache) options.push_back("--no-cache");
-        options.insert(options.end(), request.options.begin(), request.options.end());
-        std::vector<const char*> option_pointers;
-        for (const auto& option : options) option_pointers.push_back(option.c_str());
-        const nvrtcResult status =
-            api.compile(program.get(), static_cast<int>(option_pointers.size()), option_pointers.data());
-
-        std::size_t log_size = 0;
-        api.log_size(program.get(), &log_size);
-        result.log.resize(log_size);
-        if (log_size) api.log(program.get(), result.log.data());
-        while (!result.log.empty() && (result.log.back() == '\0' || result.log.back() == '\n')) result.log.pop_back();
-        if (status != NVRTC_SUCCESS) {
-            result.log = std::string("nvrtcCompileProgram: ") + api.error_string(status) + "\n" + result.log;
-            return result;
-        }
-        for (const auto& expression : request.name_expressions) {
-            const char* lowered = nullptr;
-            if (api.lowered_name(program.get(), expression.c_str(), &lowered) != NVRTC_SUCCESS || !lowered ||
-                !*lowered) {
-                result.log += "\nno lowered name for " + expression;
-                return result;
-            }
-            result.lowered_names.emplace_back(lowered);
-        }
-        std::size_t size = 0;
-        api.cubin_size(program.get(), &size);
-        result.code.resize(size);
-        api.cubin(program.get(), reinterpret_cast<char*>(result.code.data()));
-        result.ok = size > 0;
-        return result;
+        if (nvrtc().has_result_cache) options.push_back("--no-cache");
+        return compile_program(nvrtc(), request, std::move(options));
     }
 
     std::vector<DeviceInfo> devices() const override {

@@ -3,7 +3,6 @@
 #include <hip/hip_runtime_api.h>
 #include <hip/hiprtc.h>
 #include <link.h>
-#include <spdlog/spdlog.h>
 
 #include <cstring>
 #include <mutex>
@@ -12,6 +11,7 @@
 
 #include "backend/dynamic_library.hpp"
 #include "backend/hip_backend.hpp"
+#include "backend/runtime_compiler.hpp"
 
 // The headers may redirect an API to a versioned symbol (hipGetDeviceProperties ->
 // hipGetDevicePropertiesR0600 on ROCm 6); binding the expanded name keeps the struct
@@ -43,6 +43,12 @@ std::string loaded_library_path(std::string_view fragment) {
 }
 
 struct Hiprtc {
+    using program_type = hiprtcProgram;
+    using result_type = hiprtcResult;
+    static constexpr hiprtcResult success = HIPRTC_SUCCESS;
+    static constexpr const char* prefix = "hiprtc";
+    static constexpr const char* destroy_call = "hiprtcDestroyProgram";
+
     DynamicLibrary library{{"libhiprtc.so.7", "libhiprtc.so.6", "libamdhip64.so.5", "libhiprtc.so", "libamdhip64.so"}};
     decltype(&hiprtcVersion) version = nullptr;
     decltype(&hiprtcCreateProgram) create = nullptr;
@@ -159,43 +165,12 @@ const HipRuntime& hip() {
     return instance;
 }
 
-// A destructor cannot hand a failed release to its caller, so it logs it.
-void log_failed_release(const char* call, const char* reason) noexcept {
-    try {
-        spdlog::warn("{} failed: {}", call, reason);
-    } catch (...) {
-        // Nothing is left to tell.
-    }
-}
-
 // A runtime already shut down at process exit (hipErrorDeinitialized) released everything
 // with its devices.
 void log_failed_release(const char* call, hipError_t status) noexcept {
     if (status == hipErrorDeinitialized) return;
-    log_failed_release(call, hip().error_string(status));
+    fajit::log_failed_release(call, hip().error_string(status));
 }
-
-// Owns a hiprtcProgram so it is destroyed on every path, errors and exceptions included.
-class Program {
-public:
-    Program(const Hiprtc& api, const CompileRequest& request) : api_(api) {
-        status_ = api_.create(&program_, request.source.c_str(), request.program_name.c_str(), 0, nullptr, nullptr);
-    }
-    ~Program() {
-        if (!program_) return;
-        if (hiprtcResult status = api_.destroy(&program_); status != HIPRTC_SUCCESS)
-            log_failed_release("hiprtcDestroyProgram", api_.error_string(status));
-    }
-    Program(const Program&) = delete;
-    Program& operator=(const Program&) = delete;
-    hiprtcResult created() const { return status_; }
-    hiprtcProgram get() const { return program_; }
-
-private:
-    const Hiprtc& api_;
-    hiprtcProgram program_ = nullptr;
-    hiprtcResult status_;
-};
 
 class HipKernel final : public LoadedKernel {
 public:
@@ -269,50 +244,7 @@ public:
     std::string compiler_identity() const override { return hiprtc().identity(); }
 
     CompileResult compile(const CompileRequest& request) const override {
-        CompileResult result;
-        const Hiprtc& api = hiprtc();
-        if (!api.error.empty()) {
-            result.log = api.error;
-            return result;
-        }
-        Program program(api, request);
-        if (program.created() != HIPRTC_SUCCESS) {
-            result.log = std::string("hiprtcCreateProgram: ") + api.error_string(program.created());
-            return result;
-        }
-        for (const auto& expression : request.name_expressions) api.add_name(program.get(), expression.c_str());
-
-        std::vector<std::string> options = {"--offload-arch=" + request.arch, "-O3", "-std=c++17"};
-        options.insert(options.end(), request.options.begin(), request.options.end());
-        std::vector<const char*> option_pointers;
-        for (const auto& option : options) option_pointers.push_back(option.c_str());
-        const hiprtcResult status =
-            api.compile(program.get(), static_cast<int>(option_pointers.size()), option_pointers.data());
-
-        std::size_t log_size = 0;
-        api.log_size(program.get(), &log_size);
-        result.log.resize(log_size);
-        if (log_size) api.log(program.get(), result.log.data());
-        while (!result.log.empty() && (result.log.back() == '\0' || result.log.back() == '\n')) result.log.pop_back();
-        if (status != HIPRTC_SUCCESS) {
-            result.log = std::string("hiprtcCompileProgram: ") + api.error_string(status) + "\n" + result.log;
-            return result;
-        }
-        for (const auto& expression : request.name_expressions) {
-            const char* lowered = nullptr;
-            if (api.lowered_name(program.get(), expression.c_str(), &lowered) != HIPRTC_SUCCESS || !lowered ||
-                !*lowered) {
-                result.log += "\nno lowered name for " + expression;
-                return result;
-            }
-            result.lowered_names.emplace_back(lowered);
-        }
-        std::size_t size = 0;
-        api.code_size(program.get(), &size);
-        result.code.resize(size);
-        api.code(program.get(), reinterpret_cast<char*>(result.code.data()));
-        result.ok = size > 0;
-        return result;
+        return compile_program(hiprtc(), request, {"--offload-arch=" + request.arch, "-O3", "-std=c++17"});
     }
 
     std::vector<DeviceInfo> devices() const override {

@@ -100,7 +100,7 @@ TEST_CASE("every head dim and causal mode of the scalar family compiles") {
     }
 }
 
-TEST_CASE("a compile error returns the compiler's log and no code") {
+TEST_CASE("a compile error returns the compiler's log, naming the call that failed, and no code") {
     for (const std::string arch : {"gfx1151", "sm_90a"}) {
         const Backend* backend = compiler_for(arch);
         if (!backend) continue;
@@ -113,5 +113,7 @@ TEST_CASE("a compile error returns the compiler's log and no code") {
         CHECK_FALSE(result.ok);
         CHECK(result.code.empty());
         CHECK_MESSAGE(result.log.find("this_is_not_declared") != std::string::npos, result.log);
+        const std::string failed_call = arch.starts_with("gfx") ? "hiprtcCompileProgram: " : "nvrtcCompileProgram: ";
+        CHECK_MESSAGE(result.log.starts_with(failed_call), result.log);
     }
 }
