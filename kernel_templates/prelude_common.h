@@ -64,7 +64,8 @@ struct fa_params {
     // Split-KV decode workspace; null for kernels that do not split.
     float* split_partials;
     unsigned int* split_arrivals;
-    int total_q;
+    int total_q;  // rows of packed q and o
+    int total_k;  // ragged: rows of packed k and v
     int max_pages_per_seq;
     int num_pages;
     int num_splits;  // 1 when the key range is not split
@@ -418,21 +419,24 @@ struct fa_sequence {
     int k_start;  // key 0's index along k and v's token dimension (ragged; else 0)
 };
 
+// Sequence `index`'s rows [start, start + length) of a packed token dimension of `total`
+// rows, from cumulative offsets. The host checks the offsets (FAJIT_CHECK_INDICES);
+// unchecked, they are clamped to the tensor, so a bad one makes a wrong sequence but
+// never a read or write outside q, k, v, o or lse.
+FAJIT_DEVICE void fa_packed_rows(const int* offsets, int index, int total, int& start, int& length) {
+    start = min(max(offsets[index], 0), total);
+    length = min(max(offsets[index + 1], start), total) - start;
+}
+
 template <class Spec>
 FAJIT_DEVICE fa_sequence fa_sequence_of(const fa_params& p, int index) {
     fa_sequence s = {index, p.len_q, p.len_k, 0, 0};
-    if (Spec::kv_layout != FA_KV_DENSE) {
-        s.q_start = p.cu_seqlens_q[index];
-        s.len_q = p.cu_seqlens_q[index + 1] - s.q_start;
-    }
-    if (Spec::kv_layout == FA_KV_RAGGED) {
-        s.k_start = p.cu_seqlens_k[index];
-        s.len_k = p.cu_seqlens_k[index + 1] - s.k_start;
-    }
+    if (Spec::kv_layout != FA_KV_DENSE) fa_packed_rows(p.cu_seqlens_q, index, p.total_q, s.q_start, s.len_q);
+    if (Spec::kv_layout == FA_KV_RAGGED) fa_packed_rows(p.cu_seqlens_k, index, p.total_k, s.k_start, s.len_k);
     if (Spec::kv_layout == FA_KV_PAGED) {
         // A length past the sequence's pages would read past its block table row.
         const int capacity = p.max_pages_per_seq * Spec::page_size;
-        s.len_k = p.kv_lens[index] < capacity ? p.kv_lens[index] : capacity;
+        s.len_k = min(max(p.kv_lens[index], 0), capacity);
     }
     return s;
 }

@@ -91,8 +91,8 @@ typedef struct fajit_runtime fajit_runtime;
  *   FAJIT_CHECK_INDICES   1 (default): before a batched call, read its cu_seqlens, kv_lens and
  *                         block table back and check them (monotonic, within the totals,
  *                         pages in range); this waits for the stream. 0: trust them, as CUDA
- *                         graph capture needs (a page out of range then reads another page of
- *                         the cache, never outside it)
+ *                         graph capture needs (kernels clamp them: a bad one gives a wrong
+ *                         sequence, never a read or write outside q, k, v, o and lse)
  *   FAJIT_DECODE_SPLITS   split count of every split-KV decode launch (1..64); 0 (default) plans it
  *                         per call. Splits follow each sequence's own length, so a CUDA graph
  *                         captured with a pinned count stays right as lengths grow

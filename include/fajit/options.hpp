@@ -58,7 +58,8 @@ struct Options {
     bool strict = false;
     // FAJIT_CHECK_INDICES (default on): a batched call's cu_seqlens, kv_lens and block table
     // are read back and checked before the launch, which waits for the stream. Off trusts
-    // them, as CUDA graph capture needs; kernels still keep page reads inside the cache.
+    // them, as CUDA graph capture needs; kernels still clamp offsets, lengths and pages to
+    // the tensors, so a bad index gives a wrong sequence but touches no other memory.
     bool check_indices = true;
     // FAJIT_DECODE_SPLITS: the split count of every split-KV decode launch (1..64); 0 (the
     // default) plans it per call from the batch, KV heads, keys and compute units. A

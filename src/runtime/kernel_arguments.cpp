@@ -35,6 +35,7 @@ KernelArguments make_kernel_arguments(const AttentionArgs& args, const SplitWork
     if (args.kv_layout == KvLayout::ragged) {
         kernel.k_stride[0] = kernel.v_stride[0] = 0;
         kernel.cu_seqlens_k = sequences.cu_seqlens_k;
+        kernel.total_k = sequences.total_k;
     }
     if (args.kv_layout == KvLayout::paged) {
         kernel.block_table = sequences.block_table;

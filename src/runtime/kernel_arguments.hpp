@@ -41,6 +41,7 @@ struct KernelArguments {
     float* split_partials;
     unsigned int* split_arrivals;
     int total_q;
+    int total_k;
     int max_pages_per_seq;
     int num_pages;
     int num_splits;  // 1 when the key range is not split

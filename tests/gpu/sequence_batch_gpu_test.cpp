@@ -12,6 +12,7 @@
 #include "families/registry.hpp"
 #include "support/gpu_test_setup.hpp"
 #include "support/sequence_batch_case.hpp"
+#include "support/test_device.hpp"
 
 using namespace fajit;
 using namespace fajit::testing;
@@ -144,4 +145,130 @@ TEST_CASE("the dispatcher runs a decode-shaped paged call through whichever fami
     const auto got = run_batch_on_device(gpu_test_runtime(), nullptr, shape, inputs, 3);
     const auto result = compare_batch(shape, inputs, got, unit_roundoff(shape.dtype));
     CHECK_MESSAGE(result.bad_elements == 0, result.first_bad);
+}
+
+// Last in the file: a kernel that did read or write outside its tensors would leave the
+// device unusable for the cases after it.
+TEST_CASE("unchecked calls with out-of-range offsets, lengths and pages stay inside their tensors") {
+    if (skip_without_device()) return;
+    const std::string arch = gpu_test_arch();
+    Options options = gpu_test_options(false);
+    options.check_indices = false;  // the kernels see the bad indices as given
+    Runtime runtime(options);
+
+    constexpr int batch = 3, heads_kv = 2, heads_q = 4, head_dim = 64, page_size = 16, num_pages = 4;
+    constexpr int guard_rows = 8;  // o's and lse's, before and after the tensor
+    constexpr unsigned char guard_byte = 0x7b;
+    constexpr int huge = 1 << 30;
+    // Offsets past the end, negative, and running backwards; lengths past the pages and
+    // negative; pages past the cache and negative.
+    const std::vector<int> cu_seqlens_q = {0, huge, -7, 15};
+    const std::vector<int> cu_seqlens_k = {0, -4, huge, 40};
+    const std::vector<int> kv_lens = {huge, -5, 20};
+    const std::vector<int> block_table = {-3, huge, 2, 7, 1, 0};  // [batch, 2]
+    const int total_q = cu_seqlens_q.back(), total_k = cu_seqlens_k.back();
+    const std::size_t element = element_bytes(DType::f16);
+    const std::size_t o_row = static_cast<std::size_t>(heads_q) * head_dim * element;
+    const std::size_t kv_rows = std::max<std::size_t>(total_k, static_cast<std::size_t>(num_pages) * page_size);
+
+    int runs = 0;
+    for (const VariantRow& row : variant_table()) {
+        const FamilyDescriptor& family = *row.family;
+        if (!family.compiles_for(arch)) continue;
+        for (const KvLayout layout : {KvLayout::ragged, KvLayout::paged})
+            for (const int longest_q : {1, 8}) {  // decode and prefill shapes
+                if (!takes(family, layout)) continue;
+                KernelSpec spec;
+                spec.family = std::string(family.name);
+                spec.arch = arch;
+                spec.head_dim = head_dim;
+                spec.dtype = DType::f16;
+                spec.causal = CausalMode::bottom_right;
+                spec.kv_layout = layout;
+                spec.page_size = layout == KvLayout::paged ? page_size : 0;
+                spec.rescale_margin = 10.0f;
+                spec = with_family_defaults(spec);
+                if (!validate(spec).empty()) continue;
+                ShapeClass call;
+                call.head_dim = head_dim;
+                call.causal = spec.causal;
+                call.kv_layout = layout;
+                call.page_size = spec.page_size;
+                call.decode_rows = classify_decode_rows(longest_q, heads_q, heads_kv);
+                if (family.refuses_shape && !family.refuses_shape(spec, call).empty()) continue;
+
+                DeviceBuffer q = device_buffer(total_q * o_row), k = device_buffer(kv_rows * o_row),
+                             v = device_buffer(kv_rows * o_row),
+                             o = device_buffer((total_q + 2 * guard_rows) * o_row),
+                             lse = device_buffer((static_cast<std::size_t>(heads_q) * total_q + 2 * guard_rows) *
+                                                 sizeof(float)),
+                             cu_q = device_buffer(sizeof(int) * cu_seqlens_q.size()),
+                             cu_k = device_buffer(sizeof(int) * cu_seqlens_k.size()),
+                             lens = device_buffer(sizeof(int) * kv_lens.size()),
+                             table = device_buffer(sizeof(int) * block_table.size());
+                q.fill(0);
+                k.fill(0);
+                v.fill(0);
+                o.fill(guard_byte);
+                lse.fill(guard_byte);
+                cu_q.upload(cu_seqlens_q);
+                cu_k.upload(cu_seqlens_k);
+                lens.upload(kv_lens);
+                table.upload(block_table);
+
+                AttentionArgs args;
+                args.kv_layout = layout;
+                args.dtype = DType::f16;
+                args.batch = batch;
+                args.heads_q = heads_q;
+                args.heads_kv = heads_kv;
+                args.len_q = longest_q;
+                args.len_k = 40;
+                args.head_dim = head_dim;
+                args.scale = 0.125f;
+                args.causal = spec.causal;
+                args.q = q.get();
+                args.k = k.get();
+                args.v = v.get();
+                args.o = static_cast<unsigned char*>(o.get()) + guard_rows * o_row;
+                args.lse = static_cast<float*>(lse.get()) + guard_rows;
+                args.lse_shape = {1, heads_q, total_q};
+                args.q_strides = args.o_strides = {0, head_dim, static_cast<std::int64_t>(heads_q) * head_dim};
+                args.sequences.cu_seqlens_q = static_cast<const int*>(cu_q.get());
+                args.sequences.total_q = total_q;
+                if (layout == KvLayout::ragged) {
+                    args.k_strides = args.v_strides = {0, head_dim, static_cast<std::int64_t>(heads_kv) * head_dim};
+                    args.sequences.cu_seqlens_k = static_cast<const int*>(cu_k.get());
+                    args.sequences.total_k = total_k;
+                } else {
+                    const std::int64_t page = static_cast<std::int64_t>(page_size) * heads_kv * head_dim;
+                    args.k_strides = args.v_strides = {page, head_dim, static_cast<std::int64_t>(heads_kv) * head_dim};
+                    args.sequences.block_table = static_cast<const int*>(table.get());
+                    args.sequences.kv_lens = static_cast<const int*>(lens.get());
+                    args.sequences.max_pages_per_seq = 2;
+                    args.sequences.num_pages = num_pages;
+                    args.sequences.page_size = page_size;
+                }
+                const std::string what = spec.family + " " + std::string(to_string(layout)) + " len_q=" + std::to_string(longest_q);
+                REQUIRE_NOTHROW_MESSAGE(runtime.run(spec, args, nullptr), what);
+                REQUIRE_NOTHROW_MESSAGE(synchronize_test_device(), what);
+                ++runs;
+
+                const auto o_bytes = o.download<unsigned char>();
+                const std::size_t o_tensor = total_q * o_row;
+                int o_guards_written = 0;
+                for (std::size_t i = 0; i < guard_rows * o_row; ++i)
+                    o_guards_written += (o_bytes[i] != guard_byte) + (o_bytes[guard_rows * o_row + o_tensor + i] != guard_byte);
+                CHECK_MESSAGE(o_guards_written == 0, what, ": bytes written outside o");
+                const auto lse_floats = lse.download<unsigned char>();
+                const std::size_t lse_guard = guard_rows * sizeof(float);
+                int lse_guards_written = 0;
+                for (std::size_t i = 0; i < lse_guard; ++i)
+                    lse_guards_written += (lse_floats[i] != guard_byte) +
+                                          (lse_floats[lse_floats.size() - lse_guard + i] != guard_byte);
+                CHECK_MESSAGE(lse_guards_written == 0, what, ": bytes written outside lse");
+            }
+    }
+    std::printf("unchecked out-of-range indices: %d calls, none outside its tensors\n", runs);
+    CHECK(runs > 0);
 }
