@@ -40,6 +40,9 @@ bool stages_q(int head_dim, int head_dim_v) {
 //   frame's code); 16 keys need 209. Elsewhere over 128 a soft-cap alone spills at
 //   neither step, and 16 keys took more VGPRs at some dims (252 against 192 at d=200).
 //   (With all three features, 16 keys spilled 1-2 at d=200 and 208, and 32 none.)
+// A paged cache whose pages hold exactly a 64-key step at padded 64 reached 256 VGPRs
+// and spilled 5 under a causal mask (f16 and bf16; 247-253 at every other page size and
+// ragged, 214 with a soft-cap); 32 keys need 179. Found by the exhaustive batched sweep.
 Tile choose_tile(const ShapeClass& shape, std::string_view) {
     const bool q_in_lds = stages_q(shape.head_dim, value_head_dim(shape));
     const int wider = std::max(padded_head_dim(shape.head_dim), padded_head_dim(value_head_dim(shape)));
@@ -50,8 +53,10 @@ Tile choose_tile(const ShapeClass& shape, std::string_view) {
         waves = 2;
     int block_k = q_in_lds || wider == 112 || wider > 128 ? 32 : 64;
     const bool any_feature = shape.window || shape.softcap || shape.sinks;
+    const bool step_sized_pages = shape.kv_layout == KvLayout::paged && shape.page_size == 64;
     if ((wider == 80 && any_feature) || (wider == 112 && shape.window) ||
-        (wider > 128 && shape.sinks && !shape.window) || (wider == 160 && shape.softcap && !shape.window))
+        (wider > 128 && shape.sinks && !shape.window) || (wider == 160 && shape.softcap && !shape.window) ||
+        (wider == 64 && step_sized_pages && !shape.softcap))
         block_k /= 2;
     return {16 * waves, block_k, waves};
 }

@@ -90,6 +90,22 @@ TEST_CASE("gfx11: the model features halve the key step where they would spill (
     check_tile(with(256, false, true, false), 32, 32, 2);  // Gemma 2's soft-capped 256 keeps its step
 }
 
+TEST_CASE("gfx11: pages of one 64-key step at head dim 64 halve the step, where 64 keys spilled") {
+    const auto paged = [](int head_dim, int page_size, bool softcap) {
+        ShapeClass call = shape(head_dim, DType::bf16, QueryLength::large, CausalMode::bottom_right);
+        call.kv_layout = KvLayout::paged;
+        call.page_size = page_size;
+        call.softcap = softcap;
+        return select_variant("gfx1151", call, defaults()).spec;
+    };
+    check_tile(paged(64, 64, false), 64, 32, 4);
+    check_tile(paged(56, 64, false), 64, 32, 4);   // padded to 64 as well
+    check_tile(paged(64, 16, false), 64, 64, 4);   // 249 VGPRs
+    check_tile(paged(64, 256, false), 64, 64, 4);  // 247
+    check_tile(paged(64, 64, true), 64, 64, 4);    // the soft-cap's fixed frame: 214
+    check_tile(paged(96, 64, false), 64, 64, 4);
+}
+
 TEST_CASE("gfx11: f32 falls back to scalar, saying why; every head dim runs on WMMA") {
     const auto f32 = select_variant("gfx1151", shape(128, DType::f32), defaults());
     CHECK(f32.spec.family == "scalar");
