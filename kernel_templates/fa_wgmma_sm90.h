@@ -97,7 +97,10 @@ struct fa_wgmma_layout {
     static constexpr int threads = consumers + 128;
     static constexpr int launch_registers = 65536 / threads / 8 * 8 > 240 ? 240 : 65536 / threads / 8 * 8;
     // e4m3's producer also transposes V: at 56 it spilled at d=32 and 64 (sm_90a ptxas).
-    static constexpr int producer_registers = groups == 1 ? 96 : fp8 ? 72 : 56;
+    // Ragged K/V with a window and a soft-cap spilled 8-12 bytes at 56 from d=200 (both
+    // 16-bit types) and nothing at 48, the consumers getting 224 either way (ptxas 13);
+    // no ragged variant spills at 48 (every head dim, with and without the features).
+    static constexpr int producer_registers = groups == 1 ? 96 : fp8 ? 72 : Spec::kv_layout == FA_KV_RAGGED ? 48 : 56;
     static constexpr int consumer_registers_that_fit =
         (launch_registers * threads - 128 * producer_registers) / consumers / 8 * 8;
     static constexpr int consumer_registers = consumer_registers_that_fit > 240 ? 240 : consumer_registers_that_fit;

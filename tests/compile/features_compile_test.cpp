@@ -2,8 +2,9 @@
 // arch it serves (gfx1151, gfx942, sm_80, sm_90a), in f16 and bf16, at the dispatcher's
 // tiles, and spill nothing: AMD code objects are read for spills and scratch, NVIDIA ones
 // through ptxas -v. A covering sample: all three features at once (the most registers) at
-// head dims at the edges and the middle, and each feature alone at D=128; with
-// FAJIT_TEST_EXHAUSTIVE=1 every feature set at every head dim the family takes. No GPU is
+// head dims at the edges and the middle, each feature alone at D=128, and all of them with
+// ragged and paged K/V at D=64 and 256; with FAJIT_TEST_EXHAUSTIVE=1 every feature set at
+// every head dim the family takes, and all of them in every layout. No GPU is
 // needed; a backend whose compiler library is absent is skipped with its reason.
 // V head dims of their own (KernelSpec::head_dim_v) are swept the same way.
 #include <doctest/doctest.h>
@@ -31,28 +32,42 @@ constexpr Features all_features = {true, true, true};
 constexpr Features single_features[] = {{true, false, false}, {false, true, false}, {false, false, true}};
 
 KernelSpec featured_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype,
-                         CausalMode causal, Features features) {
+                         CausalMode causal, Features features, KvCase layout = {KvLayout::dense, 0}) {
     KernelSpec with;
     with.window = features.window;
     with.softcap = features.softcap;
     with.sinks = features.sinks;
-    KernelSpec spec = default_spec(family, arch, head_dim, dtype, causal, KvLayout::dense, 0, with);
+    KernelSpec spec = default_spec(family, arch, head_dim, dtype, causal, layout.layout, layout.page_size, with);
     if (family == "decode-split") spec.block_q = 4;  // a GQA group of 4, one query row
     return spec;
 }
 
 std::vector<KernelSpec> featured_specs(const std::string& family, const std::string& arch) {
     std::vector<KernelSpec> specs;
-    const auto add = [&](int head_dim, DType dtype, CausalMode causal, Features features) {
-        const KernelSpec spec = featured_spec(family, arch, head_dim, dtype, causal, features);
-        if (validate(spec).empty()) specs.push_back(spec);
+    const auto add = [&](int head_dim, DType dtype, CausalMode causal, Features features, KvCase layout) {
+        const KernelSpec spec = featured_spec(family, arch, head_dim, dtype, causal, features, layout);
+        if (validate(spec).empty()) specs.push_back(spec);  // e.g. a layout the family does not take
     };
+    constexpr KvCase dense = {KvLayout::dense, 0}, ragged = {KvLayout::ragged, 0}, paged = {KvLayout::paged, 16};
     for (const DType dtype : {DType::f16, DType::bf16})
         for (const int head_dim : family_head_dims(family)) {
             const bool sampled = head_dim == 16 || head_dim == 64 || head_dim == 128 || head_dim == 256;
-            if (exhaustive_sweeps() || sampled) add(head_dim, dtype, CausalMode::bottom_right, all_features);
+            if (exhaustive_sweeps() || sampled) add(head_dim, dtype, CausalMode::bottom_right, all_features, dense);
             for (const Features& one : single_features)
-                if (exhaustive_sweeps() || head_dim == 128) add(head_dim, dtype, CausalMode::none, one);
+                if (exhaustive_sweeps() || head_dim == 128) add(head_dim, dtype, CausalMode::none, one, dense);
+            // A batched layout's addressing adds registers to the features': wgmma-sm90
+            // spilled with ragged K/V, a window and a soft-cap past d=192 while dense and
+            // paged did not. The sample meets each layout at a small and the largest head
+            // dim, one dtype each.
+            // Not decode-mma for sm_80: at d=64 ptxas keeps it to 128 registers and spills
+            // 20-24 bytes with no feature and dense K/V too (tools/tiles/decode_mma.md), a
+            // spill of its own that this sample would only report again.
+            const bool batched_sampled = head_dim == 64 || head_dim == 256;
+            if (family == "decode-mma" && arch == "sm_80") continue;
+            if (exhaustive_sweeps() || (batched_sampled && dtype == DType::bf16))
+                add(head_dim, dtype, CausalMode::bottom_right, all_features, ragged);
+            if (exhaustive_sweeps() || (batched_sampled && dtype == DType::f16))
+                add(head_dim, dtype, CausalMode::bottom_right, all_features, paged);
         }
     return specs;
 }

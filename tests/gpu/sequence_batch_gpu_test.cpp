@@ -198,8 +198,7 @@ TEST_CASE("unchecked calls with out-of-range offsets, lengths and pages stay ins
                 if (family.refuses_shape && !family.refuses_shape(spec, call).empty()) continue;
 
                 DeviceBuffer q = device_buffer(total_q * o_row), k = device_buffer(kv_rows * o_row),
-                             v = device_buffer(kv_rows * o_row),
-                             o = device_buffer((total_q + 2 * guard_rows) * o_row),
+                             v = device_buffer(kv_rows * o_row), o = device_buffer((total_q + 2 * guard_rows) * o_row),
                              lse = device_buffer((static_cast<std::size_t>(heads_q) * total_q + 2 * guard_rows) *
                                                  sizeof(float)),
                              cu_q = device_buffer(sizeof(int) * cu_seqlens_q.size()),
@@ -249,7 +248,8 @@ TEST_CASE("unchecked calls with out-of-range offsets, lengths and pages stay ins
                     args.sequences.num_pages = num_pages;
                     args.sequences.page_size = page_size;
                 }
-                const std::string what = spec.family + " " + std::string(to_string(layout)) + " len_q=" + std::to_string(longest_q);
+                const std::string what =
+                    spec.family + " " + std::string(to_string(layout)) + " len_q=" + std::to_string(longest_q);
                 REQUIRE_NOTHROW_MESSAGE(runtime.run(spec, args, nullptr), what);
                 REQUIRE_NOTHROW_MESSAGE(synchronize_test_device(), what);
                 ++runs;
@@ -258,14 +258,15 @@ TEST_CASE("unchecked calls with out-of-range offsets, lengths and pages stay ins
                 const std::size_t o_tensor = total_q * o_row;
                 int o_guards_written = 0;
                 for (std::size_t i = 0; i < guard_rows * o_row; ++i)
-                    o_guards_written += (o_bytes[i] != guard_byte) + (o_bytes[guard_rows * o_row + o_tensor + i] != guard_byte);
+                    o_guards_written +=
+                        (o_bytes[i] != guard_byte) + (o_bytes[guard_rows * o_row + o_tensor + i] != guard_byte);
                 CHECK_MESSAGE(o_guards_written == 0, what, ": bytes written outside o");
                 const auto lse_floats = lse.download<unsigned char>();
                 const std::size_t lse_guard = guard_rows * sizeof(float);
                 int lse_guards_written = 0;
                 for (std::size_t i = 0; i < lse_guard; ++i)
-                    lse_guards_written += (lse_floats[i] != guard_byte) +
-                                          (lse_floats[lse_floats.size() - lse_guard + i] != guard_byte);
+                    lse_guards_written +=
+                        (lse_floats[i] != guard_byte) + (lse_floats[lse_floats.size() - lse_guard + i] != guard_byte);
                 CHECK_MESSAGE(lse_guards_written == 0, what, ": bytes written outside lse");
             }
     }
