@@ -22,8 +22,10 @@ FAJIT_DEVICE void fa_decode_score_key(const typename Spec::element* key_row, boo
     if (vector) {
         const fa_u32x4* chunks = reinterpret_cast<const fa_u32x4*>(key_row);
         // Bounded unrolling: fully unrolled at small head dims, the loads of a whole row are
-        // hoisted and spill (gfx11, bf16, d=64: 256 VGPRs and 118 spilled).
-#pragma unroll 2
+        // hoisted and spill (gfx11, bf16, d=64: 256 VGPRs and 118 spilled). With 16 rows even
+        // two chunks' queries (256 values) are too many: ragged and paged K/V spilled 35-65
+        // VGPRs at d = 32, 48 and 64 on gfx1151, so 16 rows take a chunk at a time.
+#pragma unroll(rows < 16 ? 2 : 1)
         for (int chunk = 0; chunk < Spec::head_dim / 8; ++chunk) {
             const fa_u32x4 bits = chunks[chunk];
             const unsigned int words[4] = {bits.x, bits.y, bits.z, bits.w};
