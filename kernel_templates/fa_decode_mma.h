@@ -36,7 +36,7 @@ struct fa_decode_mma_layout {
 };
 
 template <class Spec>
-__global__ void __launch_bounds__(Spec::waves * 32) fa_decode_mma(fa_params p) {
+__global__ void __launch_bounds__(Spec::waves * 32, Spec::resident_blocks) fa_decode_mma(fa_params p) {
     using element = typename Spec::element;
     using layout = fa_decode_mma_layout<Spec>;
     using tile_rows = typename layout::tile_rows;

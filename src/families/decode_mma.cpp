@@ -92,9 +92,14 @@ std::string check(const KernelSpec& spec) {
 
 // fa_decode_mma_layout: Q, then each warp's kv_stages K and V buffers (rows of
 // row_bytes), then the warps' frames and sums, the block's frame and sum, and a flag.
+// resident_blocks, the blocks an SM holds, goes to the launch bounds: left to itself,
+// ptxas aimed at two blocks an SM (128 registers) where shared memory holds one, and
+// spilled 4 bytes (d=112 on sm_90a, d=104 on sm_80), or at three where this plan counts
+// two, and spilled 20 (d=24 and 32 in f16 with every feature, sm_90a).
 SharedLayout shared_layout(const KernelSpec& spec) {
     const int stages = best_stages(spec);
-    return {layout_bytes(spec, stages), true, {{{"kv_stages", stages}}}};
+    const unsigned bytes = layout_bytes(spec, stages);
+    return {bytes, true, {{{"kv_stages", stages}, {"resident_blocks", resident_blocks(spec, bytes)}}}};
 }
 
 // As few row tiles as the shape's rows need; short warp steps keep the buffers small, so

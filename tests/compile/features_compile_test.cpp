@@ -59,11 +59,7 @@ std::vector<KernelSpec> featured_specs(const std::string& family, const std::str
             // spilled with ragged K/V, a window and a soft-cap past d=192 while dense and
             // paged did not. The sample meets each layout at a small and the largest head
             // dim, one dtype each.
-            // Not decode-mma for sm_80: at d=64 ptxas keeps it to 128 registers and spills
-            // 20-24 bytes with no feature and dense K/V too (tools/tiles/decode_mma.md), a
-            // spill of its own that this sample would only report again.
             const bool batched_sampled = head_dim == 64 || head_dim == 256;
-            if (family == "decode-mma" && arch == "sm_80") continue;
             if (exhaustive_sweeps() || (batched_sampled && dtype == DType::bf16))
                 add(head_dim, dtype, CausalMode::bottom_right, all_features, ragged);
             if (exhaustive_sweeps() || (batched_sampled && dtype == DType::f16))
