@@ -53,8 +53,10 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::resident_blocks) fa_de
     constexpr int dim_tiles = fa_sm80_padded_dim<value_dim> / 8;  // 8-column tiles of O
     constexpr int key_tiles = block_k / 8;                        // 8-column tiles of S
     constexpr int key_slices = block_k / 16;                      // k steps of P V
-    // As in fa_mma_sm80: past 32 registers Q would crowd the O accumulator.
-    constexpr bool q_in_registers = row_tiles * padded_dim <= 128;
+    // As in fa_mma_sm80: past 32 registers Q would crowd the O accumulator, and so it
+    // does beside an O wider than 128 (d=128 with dv=192 or 256 took 255 registers and
+    // spilled 4 bytes on sm_80; with Q staged, 223 and 244).
+    constexpr bool q_in_registers = row_tiles * padded_dim <= 128 && fa_sm80_padded_dim<value_dim> <= 128;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
 
     extern __shared__ __align__(128) unsigned char fa_decode_shared[];
