@@ -90,6 +90,18 @@ std::string check(const KernelSpec& spec) {
     return rounded_probability_margin_error(spec);
 }
 
+// A spec's stage count, its shared memory and the blocks an SM holds with it.
+struct BlockLayout {
+    int stages;
+    unsigned bytes;
+    int resident;
+};
+BlockLayout block_layout(const KernelSpec& spec) {
+    const int stages = best_stages(spec);
+    const unsigned bytes = layout_bytes(spec, stages);
+    return {stages, bytes, resident_blocks(spec, bytes)};
+}
+
 // fa_decode_mma_layout: Q, then each warp's kv_stages K and V buffers (rows of
 // row_bytes), then the warps' frames and sums, the block's frame and sum, and a flag.
 // resident_blocks, the blocks an SM holds, goes to the launch bounds: left to itself,
@@ -97,9 +109,8 @@ std::string check(const KernelSpec& spec) {
 // spilled 4 bytes (d=112 on sm_90a, d=104 on sm_80), or at three where this plan counts
 // two, and spilled 20 (d=24 and 32 in f16 with every feature, sm_90a).
 SharedLayout shared_layout(const KernelSpec& spec) {
-    const int stages = best_stages(spec);
-    const unsigned bytes = layout_bytes(spec, stages);
-    return {bytes, true, {{{"kv_stages", stages}, {"resident_blocks", resident_blocks(spec, bytes)}}}};
+    const BlockLayout layout = block_layout(spec);
+    return {layout.bytes, true, {{{"kv_stages", layout.stages}, {"resident_blocks", layout.resident}}}};
 }
 
 // As few row tiles as the shape's rows need; short warp steps keep the buffers small, so
@@ -121,8 +132,8 @@ Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
 
 // One wave of resident blocks.
 SplitPlan plan_splits(const KernelSpec& spec, const AttentionArgs& args, int compute_units, int requested) {
-    const int resident = resident_blocks(spec, shared_layout(spec).shared_bytes);
-    return plan_key_splits(spec, args, compute_units, requested, {resident, min_keys_per_split, max_splits});
+    return plan_key_splits(spec, args, compute_units, requested,
+                           {block_layout(spec).resident, min_keys_per_split, max_splits});
 }
 
 }  // namespace
