@@ -24,25 +24,36 @@ bool stages_q(int head_dim, int head_dim_v) {
     return q > 128 || (q > 64 && q + padded_head_dim(head_dim_v) > 256);
 }
 
+// Where a variant passed 256 VGPRs and spilled at its key step, that step halves. Each
+// clause is one measured case (gfx1151, f16 and bf16, static ISA, every head dim; the
+// sweeps are in tools/tiles/wmma_gfx11.md). `wider` is the wider padded head dim of Q's
+// and O's.
+bool spills_at_full_step(const ShapeClass& shape, int wider) {
+    const bool any_feature = shape.window || shape.softcap || shape.sinks;
+    const bool step_sized_pages = shape.kv_layout == KvLayout::paged && shape.page_size == 64;
+    // 64 keys spilled 77-85 VGPRs with all three features; 32 keys need 206.
+    if (wider == 80 && any_feature) return true;
+    // 32 keys spilled 1-5 with a window; 16 keys need 219.
+    if (wider == 112 && shape.window) return true;
+    // Sinks and no window: 32 keys spilled 1 at d=160; 16 keys need 205. (With all three
+    // features, 16 keys spilled 1-2 at d=200 and 208 and 32 none, hence "no window".)
+    if (wider > 128 && shape.sinks && !shape.window) return true;
+    // A soft-cap and no window: 32 keys spilled 1 in bf16 (the fixed frame's code); 16 keys
+    // need 209. Elsewhere over 128 a soft-cap alone spills at neither step, and 16 keys
+    // took more VGPRs at some dims (252 against 192 at d=200), so the rule stays at 160.
+    if (wider == 160 && shape.softcap && !shape.window) return true;
+    // Pages holding exactly a 64-key step: 256 VGPRs and 5 spilled under a causal mask
+    // (247-253 at every other page size and ragged, 214 with a soft-cap); 32 keys need 179.
+    // Found by the exhaustive batched sweep.
+    return wider == 64 && step_sized_pages && !shape.softcap;
+}
+
 // 16 query rows per wave. Short query runs use fewer waves per block, so the tile wastes
 // fewer rows; head dims over 128 stage Q in LDS as well, which halves the key step
 // (64-key steps of 4 waves would need 102 KiB at 256). Head dims padded to 112 take
 // 32-key steps too: with 64 the bottom-right variants reach 256 VGPRs and spill one
 // (gfx1151 and gfx1100, static ISA), where 128 needs 229. With a V head dim of its own,
 // the wider of Q's and O's takes the key step.
-//
-// The model features hold a few more values per row, and where that passed 256 VGPRs
-// the key step halves again (gfx1151, f16 and bf16, static ISA, every head dim):
-//   padded 80, any feature: 64 keys spilled 77-85 VGPRs with all three; 32 keys need 206;
-//   padded 112 with a window: 32 keys spilled 1-5; 16 keys need 219;
-//   over 128 with sinks and no window: 32 keys spilled 1 at d=160; 16 keys need 205;
-//   padded 160 with a soft-cap and no window: 32 keys spilled 1 in bf16 (the fixed
-//   frame's code); 16 keys need 209. Elsewhere over 128 a soft-cap alone spills at
-//   neither step, and 16 keys took more VGPRs at some dims (252 against 192 at d=200).
-//   (With all three features, 16 keys spilled 1-2 at d=200 and 208, and 32 none.)
-// A paged cache whose pages hold exactly a 64-key step at padded 64 reached 256 VGPRs
-// and spilled 5 under a causal mask (f16 and bf16; 247-253 at every other page size and
-// ragged, 214 with a soft-cap); 32 keys need 179. Found by the exhaustive batched sweep.
 Tile choose_tile(const ShapeClass& shape, std::string_view) {
     const bool q_in_lds = stages_q(shape.head_dim, value_head_dim(shape));
     const int wider = std::max(padded_head_dim(shape.head_dim), padded_head_dim(value_head_dim(shape)));
@@ -52,12 +63,7 @@ Tile choose_tile(const ShapeClass& shape, std::string_view) {
     else if (shape.query_length == QueryLength::small)
         waves = 2;
     int block_k = q_in_lds || wider == 112 || wider > 128 ? 32 : 64;
-    const bool any_feature = shape.window || shape.softcap || shape.sinks;
-    const bool step_sized_pages = shape.kv_layout == KvLayout::paged && shape.page_size == 64;
-    if ((wider == 80 && any_feature) || (wider == 112 && shape.window) ||
-        (wider > 128 && shape.sinks && !shape.window) || (wider == 160 && shape.softcap && !shape.window) ||
-        (wider == 64 && step_sized_pages && !shape.softcap))
-        block_k /= 2;
+    if (spills_at_full_step(shape, wider)) block_k /= 2;
     return {16 * waves, block_k, waves};
 }
 
