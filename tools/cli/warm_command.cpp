@@ -168,8 +168,7 @@ Command add_warm_command(CLI::App& app) {
         "(dense, and paged for each --page-size) x query shape (prefill, and with --decode one decode token\n"
         "per sequence) x model features (plain, and windowed with --window; --softcap and --sinks apply to\n"
         "all; a --preset adds its model's), with the tile options applied; combinations a family does not\n"
-        "support on an arch\n"
-        "are skipped (-vv shows them). The fallback is warmed for prefill shapes only.\n"
+        "support on an arch are skipped (-vv shows them). The fallback is warmed for prefill shapes only.\n"
         "A --manifest adds the variants it lists (format: tools/cli/MANIFEST.md).\n"
         "Exit status: 0 all variants cached, 1 bad arguments, 2 some variant failed to compile or is not\n"
         "in the cache at the end (read-only or full directory, a cache path that is not a directory, ...).");
@@ -178,7 +177,8 @@ Command add_warm_command(CLI::App& app) {
                      "target, full name with features (repeatable or comma-separated; "
                      "default: the local devices' archs)")
         ->delimiter(',');
-    warm->add_option("--preset", sweep.preset, "model preset supplying the head dim (see --list-presets)");
+    warm->add_option("--preset", sweep.preset,
+                     "model preset: its head dims, GQA group and model features (see --list-presets)");
     warm->add_flag("--list-presets", options->list_presets, "list the presets and exit");
     warm->add_option("--family", sweep.families,
                      "kernel families: " + family_names(", ") +
