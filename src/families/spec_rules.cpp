@@ -106,12 +106,16 @@ std::string validate(const KernelSpec& spec) {
 }
 
 KernelSpec with_family_defaults(KernelSpec spec) {
-    ShapeClass shape = {spec.head_dim, spec.dtype, spec.causal, QueryLength::large, spec.kv_layout, spec.page_size};
-    shape.window = spec.window;
-    shape.softcap = spec.softcap;
-    shape.sinks = spec.sinks;
-    shape.head_dim_v = spec.head_dim_v;
-    shape.out_dtype = spec.out_dtype;
+    const ShapeClass shape = {.head_dim = spec.head_dim,
+                              .dtype = spec.dtype,
+                              .causal = spec.causal,
+                              .kv_layout = spec.kv_layout,
+                              .page_size = spec.page_size,
+                              .window = spec.window,
+                              .softcap = spec.softcap,
+                              .sinks = spec.sinks,
+                              .head_dim_v = spec.head_dim_v,
+                              .out_dtype = spec.out_dtype};
     return with_tile(spec, family_of(spec).choose_tile(shape, spec.arch));
 }
 

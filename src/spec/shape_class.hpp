@@ -29,8 +29,8 @@ struct ShapeClass {
     bool window = false;
     bool softcap = false;
     bool sinks = false;
-    int head_dim_v = 0;              // of V and O where it differs from head_dim, else 0 (KernelSpec's field)
-    std::optional<DType> out_dtype;  // of O where it differs from dtype (KernelSpec's field)
+    int head_dim_v = 0;                // of V and O where it differs from head_dim, else 0 (KernelSpec's field)
+    std::optional<DType> out_dtype{};  // of O where it differs from dtype (KernelSpec's field)
 
     bool operator==(const ShapeClass&) const = default;
 };

@@ -14,7 +14,7 @@ namespace {
 
 ShapeClass shape(int head_dim, DType dtype = DType::f16, QueryLength length = QueryLength::large,
                  CausalMode causal = CausalMode::bottom_right) {
-    return {head_dim, dtype, causal, length};
+    return {.head_dim = head_dim, .dtype = dtype, .causal = causal, .query_length = length};
 }
 
 Options defaults() { return Options{}; }

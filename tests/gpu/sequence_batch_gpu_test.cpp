@@ -83,15 +83,14 @@ TEST_CASE("every family that takes a batched layout matches the f64 reference pe
                         spec.rescale_margin = 10.0f;
                         spec = with_family_defaults(spec);
                         if (!validate(spec).empty()) continue;  // e.g. a head dim the family lacks
-                        const ShapeClass call = {
-                            head_dim,
-                            dtype,
-                            shape.causal,
-                            QueryLength::large,
-                            layout,
-                            page_size,
-                            classify_decode_rows(*std::max_element(shape.len_q.begin(), shape.len_q.end()),
-                                                 shape.heads_q, shape.heads_kv)};
+                        const ShapeClass call = {.head_dim = head_dim,
+                                                 .dtype = dtype,
+                                                 .causal = shape.causal,
+                                                 .kv_layout = layout,
+                                                 .page_size = page_size,
+                                                 .decode_rows = classify_decode_rows(
+                                                     *std::max_element(shape.len_q.begin(), shape.len_q.end()),
+                                                     shape.heads_q, shape.heads_kv)};
                         if (family.refuses_shape && !family.refuses_shape(spec, call).empty()) continue;
                         cases.push_back({shape, spec});
                     }

@@ -11,7 +11,7 @@ namespace fajit::testing {
 namespace {
 
 // Logical index into a sequence's [1, heads, length, head_dim] values.
-std::size_t logical(int heads, int length, int head_dim, int h, int t, int d) {
+std::size_t logical(int length, int head_dim, int h, int t, int d) {
     return (static_cast<std::size_t>(h) * length + t) * head_dim + d;
 }
 
@@ -112,7 +112,7 @@ std::vector<Outputs> run_batch_on_device(Runtime& runtime, const KernelSpec* spe
             for (int t = 0; t < shape.len_q[b]; ++t)
                 for (int c = 0; c < d; ++c)
                     store_element(shape.dtype, q.data(), ((cu_q[b] + t) * static_cast<std::size_t>(hq) + h) * d + c,
-                                  inputs[b].q[logical(hq, shape.len_q[b], d, h, t, c)]);
+                                  inputs[b].q[logical(shape.len_q[b], d, h, t, c)]);
 
     AttentionArgs args;
     args.kv_layout = shape.kv_layout;
@@ -160,7 +160,7 @@ std::vector<Outputs> run_batch_on_device(Runtime& runtime, const KernelSpec* spe
         for (int h = 0; h < hkv; ++h)
             for (int t = 0; t < shape.len_k[b]; ++t)
                 for (int c = 0; c < d; ++c) {
-                    const std::size_t at = key_row(b, h, t) + c, from = logical(hkv, shape.len_k[b], d, h, t, c);
+                    const std::size_t at = key_row(b, h, t) + c, from = logical(shape.len_k[b], d, h, t, c);
                     store_element(shape.dtype, k.data(), at, inputs[b].k[from]);
                     store_element(shape.dtype, v.data(), at, inputs[b].v[from]);
                 }
@@ -212,7 +212,7 @@ std::vector<Outputs> run_batch_on_device(Runtime& runtime, const KernelSpec* spe
         for (int h = 0; h < hq; ++h)
             for (int t = 0; t < shape.len_q[b]; ++t) {
                 for (int c = 0; c < d; ++c)
-                    out.o[logical(hq, shape.len_q[b], d, h, t, c)] =
+                    out.o[logical(shape.len_q[b], d, h, t, c)] =
                         load_element(shape.dtype, o.data(), ((cu_q[b] + t) * static_cast<std::size_t>(hq) + h) * d + c);
                 if (shape.with_lse) out.lse.push_back(lse[static_cast<std::size_t>(h) * total_q + cu_q[b] + t]);
             }
