@@ -95,16 +95,15 @@ SpecFields read_spec_fields(std::string_view text) {
         auto [it, inserted] = fields.emplace(std::string(item.substr(0, eq)), std::string(item.substr(eq + 1)));
         if (!inserted) return fail(it->first + ": given twice");
     }
-    for (const auto& [name, value] : fields) {
-        static constexpr std::string_view known[] = {"family", "d",       "dv",     "dtype",  "out", "bq",
-                                                     "bk",     "waves",   "margin", "causal", "kv",  "page",
-                                                     "window", "softcap", "sinks",  "arch"};
-        if (std::find(std::begin(known), std::end(known), name) == std::end(known))
+    for (const auto& [name, value] : fields)
+        if (std::ranges::find(spec_field_names, name) == std::end(spec_field_names))
             return fail(field_error(name, value, "unknown field"));
-    }
-    for (const char* required : {"family", "d", "dtype", "arch"})
-        if (!fields.contains(required))
-            return fail(std::string(required) + ": missing (required fields: family, d, dtype, arch)");
+    for (std::string_view required : required_spec_fields)
+        if (!fields.contains(required)) {
+            std::string names;
+            for (std::string_view name : required_spec_fields) names += (names.empty() ? "" : ", ") + std::string(name);
+            return fail(std::string(required) + ": missing (required fields: " + names + ")");
+        }
 
     KernelSpec& spec = result.spec;
     spec.family = fields["family"];

@@ -10,6 +10,13 @@
 
 namespace fajit {
 
+// Every field spec text may name, in the order the canonical text prints them, and those
+// it must name: the parser and the tools' help read both lists.
+inline constexpr std::string_view spec_field_names[] = {"family", "d",       "dv",     "dtype",  "out", "bq",
+                                                        "bk",     "waves",   "margin", "causal", "kv",  "page",
+                                                        "window", "softcap", "sinks",  "arch"};
+inline constexpr std::string_view required_spec_fields[] = {"family", "d", "dtype", "arch"};
+
 struct SpecFields {
     KernelSpec spec;    // tile fields as KernelSpec's defaults where the text leaves them out
     TilePin tiles;      // the tile fields the text gives

@@ -146,7 +146,7 @@ TEST_CASE("invalid specs name the offending field and value") {
         {"family=scalar,d=64,dtype=f16,window=yes,arch=gfx1151", "window=yes: expected 0 or 1"},
         {"family=scalar,d=64,dtype=f16,softcap=50,arch=gfx1151", "softcap=50: expected 0 or 1"},
         {"family=scalar,d=64,dtype=f16,sinks=2,arch=gfx1151", "sinks=2"},
-        {"family=scalar,dtype=f16,arch=gfx1151", "d: missing"},
+        {"family=scalar,dtype=f16,arch=gfx1151", "d: missing (required fields: family, d, dtype, arch)"},
         {"family=wmma-gfx11,d=128,dtype=f16,bq=48,arch=gfx1151", "bq=48"},
         {"family=scalar,d=64,dtype=f16,kv=sparse,arch=gfx1151", "kv=sparse"},
         {"family=scalar,d=64,dtype=f16,kv=paged,arch=gfx1151", "page=0"},

@@ -11,7 +11,6 @@
 #include "common_options.hpp"
 #include "exit_codes.hpp"
 #include "fajit/runtime.hpp"
-#include "families/registry.hpp"
 #include "isa_json.hpp"
 #include "spec/arch.hpp"
 #include "spec_argument.hpp"
@@ -69,10 +68,7 @@ Command add_compile_command(CLI::App& app) {
     auto options = std::make_shared<CompileOptions>();
     auto* compile = app.add_subcommand("compile", "compile one variant into the cache and print its log");
     compile->footer("Exit status: 0 compiled, 1 bad spec, 2 the compiler rejected it (its log follows).");
-    compile
-        ->add_option("spec", options->spec,
-                     "spec, e.g. family=" + std::string(fallback_family().name) + ",d=128,dtype=f16,arch=gfx1151")
-        ->required();
+    compile->add_option("spec", options->spec, spec_argument_help())->required();
     compile->add_option("--arch", options->arch, "target to use instead of the spec's arch");
     compile->add_flag("--isa", options->isa,
                       "also report VGPRs, SGPRs, LDS, scratch, spills and instruction counts (AMD targets; needs "

@@ -10,7 +10,6 @@
 #include "common_options.hpp"
 #include "exit_codes.hpp"
 #include "fajit/runtime.hpp"
-#include "families/registry.hpp"
 #include "spec_argument.hpp"
 
 namespace fajit::cli {
@@ -38,11 +37,7 @@ int run_emit(const EmitOptions& options, const CommonOptions& common) {
 Command add_emit_command(CLI::App& app) {
     auto options = std::make_shared<EmitOptions>();
     auto* emit = app.add_subcommand("emit", "print the exact source the library compiles for SPEC");
-    emit->add_option("spec", options->spec,
-                     "spec, e.g. family=" + std::string(fallback_family().name) +
-                         ",d=128,dtype=f16,causal=bottom-right,arch=gfx1151 (family, d, dtype "
-                         "and arch are required; bq, bk, waves, margin, causal are optional)")
-        ->required();
+    emit->add_option("spec", options->spec, spec_argument_help())->required();
     emit->add_option("--arch", options->arch, "target to use instead of the spec's arch");
     add_common_options(*emit, options->common);
     return {emit, [options] { return run_emit(*options, options->common); }};

@@ -1,6 +1,10 @@
 #include "spec_argument.hpp"
 
+#include <algorithm>
+
 #include "exit_codes.hpp"
+#include "families/registry.hpp"
+#include "spec/spec_fields.hpp"
 
 namespace fajit::cli {
 
@@ -20,6 +24,18 @@ KernelSpec parse_spec_argument(const std::string& text, const std::string& arch)
     auto parsed = parse_spec(retargeted);
     if (!parsed.spec) throw UsageError("bad spec: " + parsed.error);
     return *parsed.spec;
+}
+
+std::string spec_argument_help() {
+    std::string required, optional;
+    for (std::string_view name : spec_field_names) {
+        std::string& list =
+            std::ranges::find(required_spec_fields, name) != std::end(required_spec_fields) ? required : optional;
+        list += (list.empty() ? "" : ", ") + std::string(name);
+    }
+    return "spec, e.g. family=" + std::string(fallback_family().name) +
+           ",d=128,dtype=f16,causal=bottom-right,arch=gfx1151; required: " + required + "; optional: " + optional +
+           " (README: Kernel specs)";
 }
 
 }  // namespace fajit::cli

@@ -10,4 +10,7 @@ namespace fajit::cli {
 // left out), and tile defaults follow the new arch. Throws UsageError naming the bad field.
 KernelSpec parse_spec_argument(const std::string& text, const std::string& arch);
 
+// The SPEC argument's help: an example, then the fields it must and may name.
+std::string spec_argument_help();
+
 }  // namespace fajit::cli
