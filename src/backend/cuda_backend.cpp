@@ -299,7 +299,10 @@ public:
     std::string compiler_identity() const override { return nvrtc().identity(); }
 
     CompileResult compile(const CompileRequest& request) const override {
-        std::vector<std::string> options = {"--gpu-architecture=" + request.arch, "-std=c++17"};
+        // ptxas -v puts the kernel's registers, spills and shared memory in the log, which every
+        // cache entry keeps: `fa-jit compile --isa` reads them there (ptxas_report.hpp).
+        std::vector<std::string> options = {"--gpu-architecture=" + request.arch, "-std=c++17",
+                                            "--ptxas-options=-v"};
         if (nvrtc().has_result_cache) options.push_back("--no-cache");
         return compile_program(nvrtc(), request, std::move(options));
     }

@@ -11,6 +11,7 @@
 
 #include "cache/disk_cache.hpp"
 #include "cli_process.hpp"
+#include "codegen/isa_report.hpp"
 #include "support/compile_support.hpp"
 #include "support/scratch_directory.hpp"
 #if FAJIT_TEST_REDIS
@@ -612,6 +613,44 @@ TEST_CASE("devices reports every backend's view as JSON") {
     CHECK(devices["devices"].is_array());
     CHECK(devices["unavailable"].is_array());
     CHECK(devices["devices"].size() + devices["unavailable"].size() > 0);
+}
+
+TEST_CASE("compile --isa reports what the code costs, compiled and again from the cache") {
+    // The scalar kernel stages one f32 query row per wave: 4 waves x 64 dims x 4 bytes of
+    // static shared memory, which each vendor's report must find in the code it describes.
+    const fs::path cache = fresh_directory("isa");
+    for (const std::string arch : {"sm_80", "gfx1151"}) {
+        CAPTURE(arch);
+        if (!fajit::testing::compiler_for(arch)) continue;
+        const bool nvidia = arch.starts_with("sm_");
+        if (!nvidia &&
+            (fajit::find_llvm_tool("llvm-readelf").empty() || fajit::find_llvm_tool("llvm-objdump").empty())) {
+            MESSAGE("skipped ", arch, ": no llvm-readelf and llvm-objdump here");
+            continue;
+        }
+        const std::vector<std::string> args =
+            with_cache({"compile", "--isa", "--json", "family=scalar,d=64,dtype=f16,waves=4,arch=" + arch}, cache);
+        const json compiled = json_of(fa_jit(args));
+        const json again = json_of(fa_jit(args));
+        CHECK(compiled["compiled_now"] == true);
+        CHECK(again["compiled_now"] == false);
+        const char* report = nvidia ? "ptxas" : "isa";
+        REQUIRE_MESSAGE(compiled.contains(report), compiled.dump(2));
+        CHECK(again[report] == compiled[report]);  // read from the entry's log or code, not the compile
+        const json& cost = compiled[report];
+        CHECK(cost["kernel"] == compiled["kernel"]);
+        if (nvidia) {
+            CHECK(cost["target"] == arch);
+            CHECK(cost["registers"].get<int>() > 0);
+            CHECK(cost["shared_bytes"] == 1024);
+            CHECK(cost["spill_store_bytes"] == 0);
+        } else {
+            CHECK(cost["processor"] == arch);
+            CHECK(cost["vgprs"].get<int>() > 0);
+            CHECK(cost["lds_bytes"] == 1024);
+            CHECK(cost["vgpr_spills"] == 0);
+        }
+    }
 }
 
 TEST_CASE("bench times the selected variant against scalar on a GPU, and says why not without one") {

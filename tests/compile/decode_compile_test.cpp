@@ -60,7 +60,7 @@ TEST_CASE("the decode families compile on gfx1151, gfx942, sm_80 and sm_90a with
         // 24 less the rows x head dims decode-split refuses (too many outputs per lane).
         REQUIRE(specs.size() >= 20);
         if (vendor_of(arch) == Vendor::nvidia) {
-            std::vector<PtxasReport> reports(specs.size());
+            std::vector<PtxasCompile> reports(specs.size());
             on_every_core(specs.size(),
                           [&](std::size_t i) { reports[i] = compile_with_ptxas_report(specs[i], *backend); });
             for (std::size_t i = 0; i < specs.size(); ++i) {
@@ -68,9 +68,9 @@ TEST_CASE("the decode families compile on gfx1151, gfx942, sm_80 and sm_90a with
                 CHECK_MESSAGE(reports[i].ok, reports[i].log);
                 if (!reports[i].ok) continue;
                 ++compiled;
-                CHECK_MESSAGE(reports[i].registers > 0, reports[i].log);
-                CHECK_MESSAGE(reports[i].spill_stores == 0, reports[i].log);
-                CHECK_MESSAGE(reports[i].spill_loads == 0, reports[i].log);
+                CHECK_MESSAGE(reports[i].report.registers > 0, reports[i].log);
+                CHECK_MESSAGE(reports[i].report.spill_store_bytes == 0, reports[i].log);
+                CHECK_MESSAGE(reports[i].report.spill_load_bytes == 0, reports[i].log);
             }
             continue;
         }

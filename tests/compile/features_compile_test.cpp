@@ -75,10 +75,11 @@ struct Outcome {
 
 Outcome compile_and_check(const KernelSpec& spec, const Backend& backend) {
     if (vendor_of(spec.arch) == Vendor::nvidia) {
-        const PtxasReport report = compile_with_ptxas_report(spec, backend);
-        if (!report.ok) return {false, "did not compile: " + report.log};
-        if (report.registers <= 0) return {true, "no register count in the log: " + report.log};
-        if (report.spill_stores != 0 || report.spill_loads != 0) return {true, "spills: " + report.log};
+        const PtxasCompile compile = compile_with_ptxas_report(spec, backend);
+        if (!compile.ok) return {false, "did not compile: " + compile.log};
+        if (compile.report.registers <= 0) return {true, "no register count in the log: " + compile.log};
+        if (compile.report.spill_store_bytes != 0 || compile.report.spill_load_bytes != 0)
+            return {true, "spills: " + compile.log};
         return {true, ""};
     }
     const CompileResult result = compile_directly(spec, backend);

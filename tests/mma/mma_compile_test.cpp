@@ -30,7 +30,7 @@ namespace {
 // Compiles every spec on a few threads (each NVRTC program is independent) and checks
 // each compiled without spills, printing the register counts.
 void check_no_spills(const std::vector<KernelSpec>& specs, const Backend& backend) {
-    std::vector<PtxasReport> reports(specs.size());
+    std::vector<PtxasCompile> reports(specs.size());
     std::mutex mutex;
     std::size_t next = 0;
     const auto worker = [&] {
@@ -50,26 +50,25 @@ void check_no_spills(const std::vector<KernelSpec>& specs, const Backend& backen
     for (auto& thread : pool) thread.join();
 
     for (std::size_t i = 0; i < specs.size(); ++i) {
-        const auto& report = reports[i];
+        const auto& [ok, log, report] = reports[i];
         const std::string name = to_string(specs[i]);
-        REQUIRE_MESSAGE(report.ok, name, ": ", report.log);
-        std::printf("%-110s %3d registers, %d/%d bytes spilled (stores/loads)\n", name.c_str(), report.registers,
-                    report.spill_stores, report.spill_loads);
-        CHECK_MESSAGE(report.registers > 0, name, ": no register count in the log: ", report.log);
-        CHECK_MESSAGE(report.spill_stores == 0, name, ": ", report.log);
-        CHECK_MESSAGE(report.spill_loads == 0, name, ": ", report.log);
+        REQUIRE_MESSAGE(ok, name, ": ", log);
+        std::printf("%-110s %3d registers, %lld/%lld bytes spilled (stores/loads)\n", name.c_str(), report.registers,
+                    report.spill_store_bytes, report.spill_load_bytes);
+        CHECK_MESSAGE(report.registers > 0, name, ": no register count in the log: ", log);
+        CHECK_MESSAGE(report.spill_store_bytes == 0, name, ": ", log);
+        CHECK_MESSAGE(report.spill_load_bytes == 0, name, ": ", log);
         if (specs[i].family == "wgmma-sm90") {
             // The kernel moves registers between its warpgroups assuming it starts with
             // all the launch bounds leave (fa_wgmma_layout::launch_registers); with fewer,
             // its consumers would wait forever for registers.
             const int threads = static_cast<int>(launch_shape(specs[i], AttentionArgs{}, 0).block[0]);
-            CHECK_MESSAGE(report.registers == std::min(240, 65536 / threads / 8 * 8), name, ": ", report.log);
+            CHECK_MESSAGE(report.registers == std::min(240, 65536 / threads / 8 * 8), name, ": ", log);
         }
         // ptxas serialized the kernel's wgmma instructions (advisories C7518, a wgmma
         // behind a branch, and C7512, too few registers, among others), which costs more
         // than anything the kernel's pipelining gains (tools/tiles/wgmma_sm90.md).
-        CHECK_MESSAGE(report.log.find("wgmma.mma_async instructions are serialized") == std::string::npos, name, ": ",
-                      report.log);
+        CHECK_MESSAGE(log.find("wgmma.mma_async instructions are serialized") == std::string::npos, name, ": ", log);
     }
 }
 

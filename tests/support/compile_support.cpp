@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cstdio>
 #include <memory>
-#include <regex>
 #include <thread>
 
 #include "codegen/emitter.hpp"
@@ -35,19 +34,13 @@ CompileResult compile_directly(const KernelSpec& spec, const Backend& backend, s
     return backend.compile(request);
 }
 
-PtxasReport compile_with_ptxas_report(const KernelSpec& spec, const Backend& backend) {
-    const CompileResult result = compile_directly(spec, backend, {"--ptxas-options=-v"});
-    PtxasReport report;
-    report.ok = result.ok;
-    report.log = result.log;
-    std::smatch match;
-    if (std::regex_search(result.log, match, std::regex(R"(Used (\d+) registers)")))
-        report.registers = std::stoi(match[1]);
-    if (std::regex_search(result.log, match, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)"))) {
-        report.spill_stores = std::stoi(match[1]);
-        report.spill_loads = std::stoi(match[2]);
-    }
-    return report;
+PtxasCompile compile_with_ptxas_report(const KernelSpec& spec, const Backend& backend) {
+    const CompileResult result = compile_directly(spec, backend);
+    PtxasCompile compile;
+    compile.ok = result.ok;
+    compile.log = result.log;
+    if (auto report = ptxas_report_from_log(result.log)) compile.report = *report;
+    return compile;
 }
 
 void on_every_core(std::size_t count, const std::function<void(std::size_t)>& work) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "codegen/ptxas_report.hpp"
 #include "fajit/kernel_spec.hpp"
 
 namespace fajit::testing {
@@ -15,16 +16,14 @@ const Backend* compiler_for(const std::string& arch);
 
 CompileResult compile_directly(const KernelSpec&, const Backend&, std::vector<std::string> options = {});
 
-// An NVRTC compile with ptxas -v, and what ptxas said of the kernel (the only function in
-// the program): "Used N registers" and "S bytes spill stores, L bytes spill loads".
-struct PtxasReport {
+// An NVRTC compile, and what ptxas said of the kernel (the CUDA backend runs ptxas -v):
+// report.registers stays -1 where the log has no report.
+struct PtxasCompile {
     bool ok = false;
-    int registers = -1;
-    int spill_stores = -1;
-    int spill_loads = -1;
     std::string log;
+    PtxasReport report;
 };
-PtxasReport compile_with_ptxas_report(const KernelSpec&, const Backend&);
+PtxasCompile compile_with_ptxas_report(const KernelSpec&, const Backend&);
 
 // work(0) .. work(count - 1) on a thread per core: the compiles are most of a compile
 // suite's time, and each is independent.

@@ -1,5 +1,6 @@
 // fa-jit compile: compiles one variant into the cache and shows what the compiler said
-// and, for AMD targets, what the code costs in registers, LDS and instructions.
+// and, with --isa, what the code costs: registers, spills, shared memory (LDS) and, for
+// AMD targets, instructions.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -7,6 +8,7 @@
 #include <memory>
 
 #include "codegen/isa_report.hpp"
+#include "codegen/ptxas_report.hpp"
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "exit_codes.hpp"
@@ -25,16 +27,34 @@ struct CompileOptions {
     bool isa = false;
 };
 
+// What the code costs, from the code object (AMD) or from ptxas's lines in the compile log
+// (NVIDIA); error says why there is no report.
+struct CostReport {
+    std::optional<IsaReport> isa;
+    std::optional<PtxasReport> ptxas;
+    std::string error;
+};
+
+CostReport cost_report(const CompiledKernel& kernel) {
+    CostReport report;
+    if (vendor_of(kernel.spec.arch) == Vendor::amd) {
+        report.isa = isa_report(kernel.code, kernel.spec.arch, &report.error);
+    } else {
+        report.ptxas = ptxas_report_from_log(kernel.log);
+        if (!report.ptxas)
+            report.error = "the cache entry " + kernel.key +
+                           " has no ptxas report in its log (compiled by an older fa-jit); remove it (fa-jit clear "
+                           "--arch " +
+                           kernel.spec.arch + ") and compile again";
+    }
+    return report;
+}
+
 int run_compile(const CompileOptions& options, const CommonOptions& common) {
     const KernelSpec spec = parse_spec_argument(options.spec, options.arch);
-    if (options.isa && vendor_of(spec.arch) != Vendor::amd)
-        throw UsageError("--isa: ISA reports are for AMD (gfx*) targets, not arch=" + spec.arch);
     Runtime runtime(resolve_options(common));
     const CompiledKernel kernel = runtime.prepare(spec);
-
-    std::optional<IsaReport> isa;
-    std::string isa_error;
-    if (options.isa) isa = isa_report(kernel.code, spec.arch, &isa_error);
+    const CostReport cost = options.isa ? cost_report(kernel) : CostReport{};
 
     if (common.json) {
         nlohmann::json result = {{"spec", to_string(kernel.spec)},
@@ -44,8 +64,9 @@ int run_compile(const CompileOptions& options, const CommonOptions& common) {
                                  {"compiled_now", kernel.compiled_now},
                                  {"compile_seconds", kernel.compile_seconds},
                                  {"log", kernel.log}};
-        if (isa) result["isa"] = to_json(*isa);
-        if (!isa_error.empty()) result["isa_error"] = isa_error;
+        if (cost.isa) result["isa"] = to_json(*cost.isa);
+        if (cost.ptxas) result["ptxas"] = to_json(*cost.ptxas);
+        if (!cost.error.empty()) result["isa_error"] = cost.error;
         std::cout << result.dump(2) << "\n";
     } else {
         std::cout << to_string(kernel.spec) << "\n  key " << kernel.key << "\n  " << kernel.code.size()
@@ -53,10 +74,11 @@ int run_compile(const CompileOptions& options, const CommonOptions& common) {
                   << (kernel.compiled_now ? "compiled" : "from cache") << " (compile took " << kernel.compile_seconds
                   << " s)\n";
         if (!kernel.log.empty()) std::cout << kernel.log << "\n";
-        if (isa) std::cout << format_isa_report(*isa);
+        if (cost.isa) std::cout << format_isa_report(*cost.isa);
+        if (cost.ptxas) std::cout << format_ptxas_report(*cost.ptxas);
     }
-    if (!isa_error.empty()) {
-        std::cerr << "fa-jit: no ISA report: " << isa_error << "\n";
+    if (!cost.error.empty()) {
+        std::cerr << "fa-jit: no ISA report: " << cost.error << "\n";
         return exit_failed;
     }
     return exit_success;
@@ -71,8 +93,9 @@ Command add_compile_command(CLI::App& app) {
     compile->add_option("spec", options->spec, spec_argument_help())->required();
     compile->add_option("--arch", options->arch, "target to use instead of the spec's arch");
     compile->add_flag("--isa", options->isa,
-                      "also report VGPRs, SGPRs, LDS, scratch, spills and instruction counts (AMD targets; needs "
-                      "llvm-readelf and llvm-objdump)");
+                      "also report what the code costs: for AMD targets VGPRs, SGPRs, LDS, scratch, spills and "
+                      "instruction counts (needs llvm-readelf and llvm-objdump); for NVIDIA targets ptxas's registers, "
+                      "spills, static shared memory and performance advisories");
     add_common_options(*compile, options->common);
     return {compile, [options] { return run_compile(*options, options->common); }};
 }

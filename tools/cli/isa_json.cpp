@@ -23,4 +23,16 @@ nlohmann::json to_json(const IsaReport& report) {
             {"tools", report.tools}};
 }
 
+nlohmann::json to_json(const PtxasReport& report) {
+    return {{"kernel", report.kernel},
+            {"target", report.target},
+            {"registers", report.registers},
+            {"barriers", report.barriers},
+            {"shared_bytes", report.shared_bytes},
+            {"stack_frame_bytes", report.stack_frame_bytes},
+            {"spill_store_bytes", report.spill_store_bytes},
+            {"spill_load_bytes", report.spill_load_bytes},
+            {"advisories", report.advisories}};
+}
+
 }  // namespace fajit::cli
