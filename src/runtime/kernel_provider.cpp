@@ -8,6 +8,7 @@
 #include "backend/dynamic_library.hpp"
 #include "cache/layout.hpp"
 #include "codegen/emitter.hpp"
+#include "codegen/ptxas_report.hpp"
 #include "runtime/disk_cache_config.hpp"
 #include "runtime/kernel_key.hpp"
 
@@ -74,6 +75,11 @@ CompiledKernel KernelProvider::get(const KernelSpec& spec) {
         if (!result.ok) throw CompileError("compiling " + to_string(spec) + " failed", result.log);
         compiled_now = true;
         spdlog::info("compiled {} in {:.2f} s", to_string(spec), seconds);
+        // The dispatcher's tiles spill nowhere (the compile suites check it); a pinned tile
+        // (FAJIT_TILE, --block-k, ...) may, and then runs slower than its tile intends.
+        if (const auto ptxas = ptxas_report_from_log(result.log); ptxas && ptxas->spill_store_bytes > 0)
+            spdlog::warn("{}: ptxas spilled {} bytes of registers to local memory ({} registers)", to_string(spec),
+                         ptxas->spill_store_bytes, ptxas->registers);
         cache::Entry produced;
         produced.metadata = {{"spec", to_string(spec)},
                              {"family", spec.family},
