@@ -653,6 +653,44 @@ TEST_CASE("compile --isa reports what the code costs, compiled and again from th
     }
 }
 
+TEST_CASE("warm --isa reports each variant's cost and lists those that spill") {
+    const fs::path cache = fresh_directory("warm-isa");
+    for (const std::string arch : {"sm_80", "gfx1151"}) {
+        CAPTURE(arch);
+        if (!fajit::testing::compiler_for(arch)) continue;
+        const bool nvidia = arch.starts_with("sm_");
+        if (!nvidia &&
+            (fajit::find_llvm_tool("llvm-readelf").empty() || fajit::find_llvm_tool("llvm-objdump").empty())) {
+            MESSAGE("skipped ", arch, ": no llvm-readelf and llvm-objdump here");
+            continue;
+        }
+        // The dispatcher's tiles (which spill nowhere), and the same shapes with 64-key steps
+        // pinned, which may: what warm counts and lists must agree with each variant's report.
+        for (const bool pinned : {false, true}) {
+            CAPTURE(pinned);
+            std::vector<std::string> args = {"warm",       "--isa",   "--json",      "-q",       "--arch",
+                                             arch,         "--dtype", "bf16",        "--causal", "bottom-right",
+                                             "--head-dim", "64",      "--page-size", "64"};
+            if (pinned) args.insert(args.end(), {"--family", nvidia ? "mma-sm80" : "wmma-gfx11", "--block-k", "64"});
+            const CliRun run = fa_jit(with_cache(args, cache));
+            CHECK(run.exit_code == 0);
+            const json report = json_of(run);
+            std::size_t spilling = 0;
+            for (const json& variant : report["variants"]) {
+                const std::string spec = variant["spec"];
+                REQUIRE_MESSAGE(variant.contains(nvidia ? "ptxas" : "isa"), variant.dump(2));
+                const json& cost = variant[nvidia ? "ptxas" : "isa"];
+                const bool spills =
+                    nvidia ? cost["spill_store_bytes"].get<int>() > 0 : cost["vgpr_spills"].get<int>() > 0;
+                spilling += spills;
+                CHECK_MESSAGE(spills == (run.err.find("spills: " + spec + "\n") != std::string::npos), spec, run.err);
+                if (!pinned) CHECK_MESSAGE(!spills, spec);
+            }
+            CHECK(report["spilling"] == spilling);
+        }
+    }
+}
+
 TEST_CASE("bench times the selected variant against scalar on a GPU, and says why not without one") {
     const fs::path cache = fresh_directory("bench");
     const CliRun run = fa_jit(with_cache({"bench", "--json", "--heads-q", "4", "--heads-kv", "2", "--len-q", "128",

@@ -7,14 +7,11 @@
 #include <iostream>
 #include <memory>
 
-#include "codegen/isa_report.hpp"
-#include "codegen/ptxas_report.hpp"
 #include "commands.hpp"
 #include "common_options.hpp"
 #include "exit_codes.hpp"
 #include "fajit/runtime.hpp"
-#include "isa_json.hpp"
-#include "spec/arch.hpp"
+#include "kernel_cost.hpp"
 #include "spec_argument.hpp"
 
 namespace fajit::cli {
@@ -27,34 +24,11 @@ struct CompileOptions {
     bool isa = false;
 };
 
-// What the code costs, from the code object (AMD) or from ptxas's lines in the compile log
-// (NVIDIA); error says why there is no report.
-struct CostReport {
-    std::optional<IsaReport> isa;
-    std::optional<PtxasReport> ptxas;
-    std::string error;
-};
-
-CostReport cost_report(const CompiledKernel& kernel) {
-    CostReport report;
-    if (vendor_of(kernel.spec.arch) == Vendor::amd) {
-        report.isa = isa_report(kernel.code, kernel.spec.arch, &report.error);
-    } else {
-        report.ptxas = ptxas_report_from_log(kernel.log);
-        if (!report.ptxas)
-            report.error = "the cache entry " + kernel.key +
-                           " has no ptxas report in its log (compiled by an older fa-jit); remove it (fa-jit clear "
-                           "--arch " +
-                           kernel.spec.arch + ") and compile again";
-    }
-    return report;
-}
-
 int run_compile(const CompileOptions& options, const CommonOptions& common) {
     const KernelSpec spec = parse_spec_argument(options.spec, options.arch);
     Runtime runtime(resolve_options(common));
     const CompiledKernel kernel = runtime.prepare(spec);
-    const CostReport cost = options.isa ? cost_report(kernel) : CostReport{};
+    const KernelCost cost = options.isa ? kernel_cost(kernel) : KernelCost{};
 
     if (common.json) {
         nlohmann::json result = {{"spec", to_string(kernel.spec)},
@@ -64,9 +38,7 @@ int run_compile(const CompileOptions& options, const CommonOptions& common) {
                                  {"compiled_now", kernel.compiled_now},
                                  {"compile_seconds", kernel.compile_seconds},
                                  {"log", kernel.log}};
-        if (cost.isa) result["isa"] = to_json(*cost.isa);
-        if (cost.ptxas) result["ptxas"] = to_json(*cost.ptxas);
-        if (!cost.error.empty()) result["isa_error"] = cost.error;
+        add_kernel_cost(result, cost);
         std::cout << result.dump(2) << "\n";
     } else {
         std::cout << to_string(kernel.spec) << "\n  key " << kernel.key << "\n  " << kernel.code.size()
@@ -89,7 +61,7 @@ int run_compile(const CompileOptions& options, const CommonOptions& common) {
 Command add_compile_command(CLI::App& app) {
     auto options = std::make_shared<CompileOptions>();
     auto* compile = app.add_subcommand("compile", "compile one variant into the cache and print its log");
-    compile->footer("Exit status: 0 compiled, 1 bad spec, 2 the compiler rejected it (its log follows).");
+    compile->footer("Exit status: 0 compiled, 1 bad spec, 2 the compiler rejected it (its log follows) or --isa found no report.");
     compile->add_option("spec", options->spec, spec_argument_help())->required();
     compile->add_option("--arch", options->arch, "target to use instead of the spec's arch");
     compile->add_flag("--isa", options->isa,

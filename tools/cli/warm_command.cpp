@@ -34,6 +34,7 @@ struct WarmOptions {
     bool dry_run = false;
     bool list_presets = false;
     bool remote = false;
+    bool isa = false;
 };
 
 int list_presets(bool json) {
@@ -138,7 +139,7 @@ int run_warm(WarmOptions& options, const CommonOptions& common) {
 
     const auto progress = make_warm_progress(common.quietness > 0);
     const auto start = std::chrono::steady_clock::now();
-    auto results = warm_variants(runtime, specs, options.jobs, *progress);
+    auto results = warm_variants(runtime, specs, options.jobs, options.isa, *progress);
     const double wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const auto disk_cache = open_disk_cache(library_options);
     confirm_stored(results, *disk_cache);
@@ -147,6 +148,7 @@ int run_warm(WarmOptions& options, const CommonOptions& common) {
     const WarmTotals totals = total_up(results, wall_seconds, options.jobs);
     print_failures(results, failure_log_lines, std::cerr);
     print_not_stored(results, std::cerr);
+    print_costs(results, std::cerr);
     if (unpushed) std::cerr << "fa-jit: warm: " << unpushed << " variants could not be pushed to the remote cache\n";
     if (common.json) {
         nlohmann::json report = warm_report_json(results, totals);
@@ -155,7 +157,7 @@ int run_warm(WarmOptions& options, const CommonOptions& common) {
     } else {
         print_warm_summary(totals, std::cout);
     }
-    return totals.failed || totals.not_stored || unpushed ? exit_failed : exit_success;
+    return totals.failed || totals.not_stored || unpushed || totals.without_cost ? exit_failed : exit_success;
 }
 
 }  // namespace
@@ -171,7 +173,8 @@ Command add_warm_command(CLI::App& app) {
         "support on an arch are skipped (-vv shows them). The fallback is warmed for prefill shapes only.\n"
         "A --manifest adds the variants it lists (format: tools/cli/MANIFEST.md).\n"
         "Exit status: 0 all variants cached, 1 bad arguments, 2 some variant failed to compile or is not\n"
-        "in the cache at the end (read-only or full directory, a cache path that is not a directory, ...).");
+        "in the cache at the end (read-only or full directory, a cache path that is not a directory, ...),\n"
+        "or --isa could not report on one (spilling variants are listed, and do not change the status).");
     auto& sweep = options->sweep;
     warm->add_option("--arch", sweep.archs,
                      "target, full name with features (repeatable or comma-separated; "
@@ -213,6 +216,9 @@ Command add_warm_command(CLI::App& app) {
     warm->add_flag("-n,--dry-run", options->dry_run, "list the variants without compiling them");
     warm->add_flag("--remote", options->remote,
                    "also push every warmed variant, compiled or found, to the remote cache (FAJIT_REMOTE_CACHE)");
+    warm->add_flag("--isa", options->isa,
+                   "also report what each variant costs, as compile --isa does, and list those that spill "
+                   "registers to memory");
     add_common_options(*warm, options->common);
     return {warm, [options] { return run_warm(*options, options->common); }};
 }

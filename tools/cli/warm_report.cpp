@@ -23,6 +23,11 @@ WarmTotals total_up(const std::vector<WarmResult>& results, double wall_seconds,
     totals.jobs = jobs;
     for (const WarmResult& result : results) {
         totals.compile_seconds += result.compile_seconds;
+        if (result.cost) {
+            totals.costed = true;
+            if (result.cost->spills()) ++totals.spilling;
+            if (!result.cost->error.empty()) ++totals.without_cost;
+        }
         switch (result.outcome) {
             case WarmOutcome::compiled:
                 ++totals.compiled;
@@ -53,6 +58,10 @@ void print_warm_summary(const WarmTotals& totals, std::ostream& out) {
         reasons += (reasons.empty() ? "" : ", ") + reason + " " + std::to_string(count);
     table.add_row({"not stored", std::to_string(totals.not_stored), reasons});
     table.add_row({"failed", std::to_string(totals.failed), ""});
+    if (totals.costed) {
+        table.add_row({"spilling", std::to_string(totals.spilling), "registers spilled to memory (--isa)"});
+        if (totals.without_cost) table.add_row({"no ISA report", std::to_string(totals.without_cost), ""});
+    }
     table.add_row({"total", std::to_string(totals.compiled + totals.cached + totals.not_stored + totals.failed),
                    "wall time " + seconds_text(totals.wall_seconds) + " with " + std::to_string(totals.jobs) +
                        (totals.jobs == 1 ? " job" : " jobs")});
@@ -66,6 +75,7 @@ nlohmann::json warm_report_json(const std::vector<WarmResult>& results, const Wa
                                   {"family", result.spec.family},   {"outcome", to_string(result.outcome)},
                                   {"seconds", result.seconds},      {"compile_seconds", result.compile_seconds}};
         if (!result.key.empty()) variant["key"] = result.key;
+        if (result.cost) add_kernel_cost(variant, *result.cost);
         if (result.outcome == WarmOutcome::failed) {
             variant["error"] = result.error;
             variant["log"] = result.log;
@@ -85,7 +95,9 @@ nlohmann::json warm_report_json(const std::vector<WarmResult>& results, const Wa
             {"total", results.size()},
             {"compile_seconds", totals.compile_seconds},
             {"wall_seconds", totals.wall_seconds},
-            {"jobs", totals.jobs}};
+            {"jobs", totals.jobs},
+            {"spilling", totals.spilling},
+            {"without_isa_report", totals.without_cost}};
 }
 
 void print_failures(const std::vector<WarmResult>& results, std::size_t log_lines, std::ostream& out) {
@@ -114,6 +126,16 @@ void print_not_stored(const std::vector<WarmResult>& results, std::ostream& out)
     for (const auto& [cause, group] : groups)
         out << "not stored: " << group.count << (group.count == 1 ? " variant" : " variants") << ", " << cause.first
             << " (" << cause.second << "), e.g. " << group.example << "\n";
+}
+
+void print_costs(const std::vector<WarmResult>& results, std::ostream& out) {
+    for (const WarmResult& result : results) {
+        if (!result.cost) continue;
+        if (result.cost->spills())
+            out << "spills: " << to_string(result.spec) << "\n  " << result.cost->summary() << "\n";
+        else if (!result.cost->error.empty())
+            out << "no ISA report: " << to_string(result.spec) << "\n  " << result.cost->error << "\n";
+    }
 }
 
 }  // namespace fajit::cli

@@ -18,6 +18,8 @@ struct WarmTotals {
     double compile_seconds = 0.0;  // summed over variants, so it exceeds the wall time with several jobs
     double wall_seconds = 0.0;
     int jobs = 1;
+    bool costed = false;  // --isa: the counts below are meant
+    std::size_t spilling = 0, without_cost = 0;
 };
 
 WarmTotals total_up(const std::vector<WarmResult>& results, double wall_seconds, int jobs);
@@ -29,5 +31,7 @@ void print_failures(const std::vector<WarmResult>& results, std::size_t log_line
 // The variants not stored, one line per reason and error (a full disk fails them all alike),
 // naming how many and one of them; --json lists every one.
 void print_not_stored(const std::vector<WarmResult>& results, std::ostream& out);
+// With --isa: each variant that spills, with its cost, and why a variant has no report.
+void print_costs(const std::vector<WarmResult>& results, std::ostream& out);
 
 }  // namespace fajit::cli

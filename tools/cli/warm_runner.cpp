@@ -22,7 +22,7 @@ std::string not_stored_reason_of(std::error_code error) {
     return "other";
 }
 
-WarmResult warm_one(Runtime& runtime, const KernelSpec& spec) {
+WarmResult warm_one(Runtime& runtime, const KernelSpec& spec, bool with_cost) {
     WarmResult result;
     result.spec = spec;
     const auto start = std::chrono::steady_clock::now();
@@ -30,6 +30,7 @@ WarmResult warm_one(Runtime& runtime, const KernelSpec& spec) {
         const CompiledKernel kernel = runtime.prepare(spec);
         result.compile_seconds = kernel.compiled_now ? kernel.compile_seconds : 0.0;
         result.key = kernel.key;
+        if (with_cost) result.cost = kernel_cost(kernel);
         if (kernel.store_error) {
             result.outcome = WarmOutcome::not_stored;
             result.not_stored_reason = not_stored_reason_of(kernel.store_error);
@@ -49,7 +50,7 @@ WarmResult warm_one(Runtime& runtime, const KernelSpec& spec) {
 
 }  // namespace
 
-std::vector<WarmResult> warm_variants(Runtime& runtime, const std::vector<KernelSpec>& specs, int jobs,
+std::vector<WarmResult> warm_variants(Runtime& runtime, const std::vector<KernelSpec>& specs, int jobs, bool with_cost,
                                       WarmObserver& observer) {
     std::vector<WarmResult> results(specs.size());
     std::atomic<std::size_t> next{0};
@@ -57,7 +58,7 @@ std::vector<WarmResult> warm_variants(Runtime& runtime, const std::vector<Kernel
     std::size_t done = 0;
     const auto work = [&] {
         for (std::size_t index = next++; index < specs.size(); index = next++) {
-            results[index] = warm_one(runtime, specs[index]);
+            results[index] = warm_one(runtime, specs[index], with_cost);
             std::lock_guard lock(report_mutex);
             observer.finished(results[index], ++done, specs.size());
         }

@@ -2,11 +2,13 @@
 // Prepares many variants on a pool of threads sharing one Runtime (prepare() is thread
 // safe and compiles each key once), reporting each as it finishes, then checks which of them
 // the cache holds.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cache/disk_cache.hpp"
 #include "fajit/runtime.hpp"
+#include "kernel_cost.hpp"
 
 namespace fajit::cli {
 
@@ -25,6 +27,7 @@ struct WarmResult {
     // For not_stored: "read-only", "no space", "not a directory", "missing" (stored, then
     // gone by the end: evicted for the size limit or removed by another process) or "other".
     std::string not_stored_reason;
+    std::optional<KernelCost> cost;  // with --isa, for a variant prepared (compiled, cached or not stored)
 };
 
 // Told about every variant as it finishes; called from the worker threads, one call at a time.
@@ -34,8 +37,8 @@ public:
     virtual void finished(const WarmResult& result, std::size_t done, std::size_t total) = 0;
 };
 
-// Results in the order of specs. jobs must be at least 1.
-std::vector<WarmResult> warm_variants(Runtime& runtime, const std::vector<KernelSpec>& specs, int jobs,
+// Results in the order of specs, each with its cost where with_cost. jobs must be at least 1.
+std::vector<WarmResult> warm_variants(Runtime& runtime, const std::vector<KernelSpec>& specs, int jobs, bool with_cost,
                                       WarmObserver& observer);
 
 // Turns each compiled or cached result whose entry disk does not hold (whole and sound) now
