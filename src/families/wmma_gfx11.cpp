@@ -35,6 +35,10 @@ bool spills_at_full_step(const ShapeClass& shape, int wider) {
     if (wider == 80 && any_feature) return true;
     // 32 keys spilled 1-5 with a window; 16 keys need 219.
     if (wider == 112 && shape.window) return true;
+    // A soft-cap with paged K/V (pages of 16 to 256 keys): 32 keys spilled 1 at d=112 in bf16
+    // under either causal mask (256 VGPRs; ragged and dense reached 254-256 without a spill);
+    // 16 keys need 213-220 at d=104 and 112 in every layout. Found by `fa-jit warm --isa`.
+    if (wider == 112 && shape.softcap && shape.kv_layout == KvLayout::paged) return true;
     // Sinks and no window: 32 keys spilled 1 at d=160; 16 keys need 205. (With all three
     // features, 16 keys spilled 1-2 at d=200 and 208 and 32 none, hence "no window".)
     if (wider > 128 && shape.sinks && !shape.window) return true;

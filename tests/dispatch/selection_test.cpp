@@ -106,6 +106,21 @@ TEST_CASE("gfx11: pages of one 64-key step at head dim 64 halve the step, where 
     check_tile(paged(96, 64, false), 64, 64, 4);
 }
 
+TEST_CASE("gfx11: a soft-cap over paged K/V at padded head dim 112 halves the step, where 32 keys spilled") {
+    const auto capped = [](int head_dim, KvLayout layout) {
+        ShapeClass call = shape(head_dim, DType::bf16, QueryLength::large, CausalMode::bottom_right);
+        call.kv_layout = layout;
+        call.page_size = layout == KvLayout::paged ? 16 : 0;
+        call.softcap = true;
+        return select_variant("gfx1151", call, defaults()).spec;
+    };
+    check_tile(capped(112, KvLayout::paged), 64, 16, 4);
+    check_tile(capped(104, KvLayout::paged), 64, 16, 4);  // padded to 112 as well
+    check_tile(capped(112, KvLayout::ragged), 64, 32, 4);
+    check_tile(capped(112, KvLayout::dense), 64, 32, 4);
+    check_tile(capped(128, KvLayout::paged), 64, 64, 4);
+}
+
 TEST_CASE("gfx11: f32 falls back to scalar, saying why; every head dim runs on WMMA") {
     const auto f32 = select_variant("gfx1151", shape(128, DType::f32), defaults());
     CHECK(f32.spec.family == "scalar");
