@@ -2,9 +2,10 @@
 // arch it serves (gfx1151, gfx942, sm_80, sm_90a), in f16 and bf16, at the dispatcher's
 // tiles, and spill nothing: AMD code objects are read for spills and scratch, NVIDIA ones
 // through ptxas -v. A covering sample: all three features at once (the most registers) at
-// head dims at the edges and the middle, each feature alone at D=128, and all of them with
-// ragged and paged K/V at D=64 and 256; with FAJIT_TEST_EXHAUSTIVE=1 every feature set at
-// every head dim the family takes, and all of them in every layout. No GPU is
+// head dims at the edges and the middle, each feature alone at D=128, all of them with
+// ragged and paged K/V at D=64 and 256, and a soft-cap alone over pages at D=112; with
+// FAJIT_TEST_EXHAUSTIVE=1 every feature set at every head dim the family takes, and all of
+// them and each alone in every layout. No GPU is
 // needed; a backend whose compiler library is absent is skipped with its reason.
 // V head dims of their own (KernelSpec::head_dim_v) are swept the same way.
 #include <doctest/doctest.h>
@@ -64,6 +65,14 @@ std::vector<KernelSpec> featured_specs(const std::string& family, const std::str
                 add(head_dim, dtype, CausalMode::bottom_right, all_features, ragged);
             if (exhaustive_sweeps() || (batched_sampled && dtype == DType::f16))
                 add(head_dim, dtype, CausalMode::bottom_right, all_features, paged);
+            // Each feature alone meets the batched layouts too: wmma-gfx11 spilled with a
+            // soft-cap alone over pages at padded 112 in bf16, which neither all three
+            // features (a window takes shorter steps there) nor dense K/V showed.
+            for (const Features& one : single_features)
+                for (const KvCase& layout : {ragged, paged})
+                    if (exhaustive_sweeps() ||
+                        (head_dim == 112 && dtype == DType::bf16 && one.softcap && layout.layout == KvLayout::paged))
+                        add(head_dim, dtype, CausalMode::bottom_right, one, layout);
         }
     return specs;
 }
