@@ -20,17 +20,10 @@ std::vector<KernelSpec> batched_sample(const std::string& family, const std::vec
     for (std::size_t i = 0; i < cases.size(); ++i)
         for (std::size_t j = 0; j < 2; ++j) {
             const std::size_t n = 2 * i + j;
-            KernelSpec spec;
-            spec.family = family;
-            spec.arch = archs[n % archs.size()];
-            spec.head_dim = head_dims[n % head_dims.size()];
-            spec = with_family_defaults(spec);
-            spec.dtype = (i + j) % 2 == 0 ? DType::f16 : DType::bf16;
-            spec.causal = j == 0 ? CausalMode::bottom_right : CausalMode::none;
-            spec.rescale_margin = 10.0f;
-            spec.kv_layout = cases[i].layout;
-            spec.page_size = cases[i].page_size;
-            specs.push_back(spec);
+            specs.push_back(default_spec(family, archs[n % archs.size()], head_dims[n % head_dims.size()],
+                                         (i + j) % 2 == 0 ? DType::f16 : DType::bf16,
+                                         j == 0 ? CausalMode::bottom_right : CausalMode::none, cases[i].layout,
+                                         cases[i].page_size));
         }
     return specs;
 }

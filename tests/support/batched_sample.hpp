@@ -18,7 +18,7 @@ struct KvCase {
 // between them (64) and at least as large (256: a step's rows lie in one page).
 std::vector<KvCase> batched_kv_cases();
 
-// Every case of batched_kv_cases() twice, with the family's default tiles; head dims,
+// Every case of batched_kv_cases() twice, with the tiles the dispatcher gives that shape; head dims,
 // dtypes, archs and causal modes are taken in turn, so each head dim and each arch meets
 // both kinds of pages.
 std::vector<KernelSpec> batched_sample(const std::string& family, const std::vector<std::string>& archs,
