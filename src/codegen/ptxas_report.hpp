@@ -20,6 +20,8 @@ struct PtxasReport {
     long long spill_store_bytes = -1;
     long long spill_load_bytes = -1;
     std::vector<std::string> advisories;  // "Potential Performance Loss" lines, as ptxas wrote them
+
+    bool spills() const { return spill_store_bytes > 0 || spill_load_bytes > 0; }
 };
 
 // The report on the first entry function in a log of `ptxas -v` output; nullopt when the

@@ -77,7 +77,7 @@ CompiledKernel KernelProvider::get(const KernelSpec& spec) {
         spdlog::info("compiled {} in {:.2f} s", to_string(spec), seconds);
         // The dispatcher's tiles spill nowhere (the compile suites check it); a pinned tile
         // (FAJIT_TILE, --block-k, ...) may, and then runs slower than its tile intends.
-        if (const auto ptxas = ptxas_report_from_log(result.log); ptxas && ptxas->spill_store_bytes > 0)
+        if (const auto ptxas = ptxas_report_from_log(result.log); ptxas && ptxas->spills())
             spdlog::warn("{}: ptxas spilled {} bytes of registers to local memory ({} registers)", to_string(spec),
                          ptxas->spill_store_bytes, ptxas->registers);
         cache::Entry produced;

@@ -28,6 +28,7 @@ ptxas info    : Compile time = 469.732 ms
     CHECK(report->stack_frame_bytes == 24);
     CHECK(report->spill_store_bytes == 12);
     CHECK(report->spill_load_bytes == 16);
+    CHECK(report->spills());
     REQUIRE(report->advisories.size() == 1);
     CHECK(report->advisories[0].find("(C7515)") != std::string::npos);
     const std::string text = format_ptxas_report(*report);
@@ -54,6 +55,7 @@ ptxas info    : Used 255 registers, 2048 bytes smem
     CHECK(report->barriers == -1);  // sm_80's ptxas does not count them
     CHECK(report->shared_bytes == 1024);
     CHECK(report->spill_store_bytes == 0);
+    CHECK_FALSE(report->spills());
     CHECK(report->advisories.empty());
 }
 

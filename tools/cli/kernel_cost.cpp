@@ -42,7 +42,7 @@ nlohmann::json to_json(const PtxasReport& report) {
 
 bool KernelCost::spills() const {
     if (isa) return isa->vgpr_spills > 0 || isa->sgpr_spills > 0 || isa->scratch_bytes > 0;
-    if (ptxas) return ptxas->spill_store_bytes > 0 || ptxas->spill_load_bytes > 0;
+    if (ptxas) return ptxas->spills();
     return false;
 }
 
