@@ -59,9 +59,14 @@ Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
     const int padded = std::max(padded_head_dim(shape.head_dim), padded_head_dim(value_head_dim(shape)));
     // A window's second mask edge or a soft-cap's per-score tanh adds registers: with two
     // 16-row tiles per warp past head dim 96 they spilled (sm_80, d=128: 36 to 48 bytes),
-    // so those kernels keep one tile per warp.
+    // so those kernels keep one tile per warp. A window over ragged K/V (per-sequence key
+    // offsets besides) spilled at padded 96 already (sm_80 and sm_90a, every causal mode,
+    // 254-255 registers and 12-20 bytes stored; one tile per warp needs 181-186, 32-key
+    // steps 220-228). Found by the exhaustive features compile suite.
     const bool featured = shape.window || shape.softcap;
-    const Tile narrow = {padded > 128 || (featured && padded > 96) ? 64 : 128, padded > 96 ? 32 : 64, 4};
+    const bool window_over_ragged = shape.window && shape.kv_layout == KvLayout::ragged;
+    const bool one_tile_per_warp = padded > 128 || (featured && padded > 96) || (window_over_ragged && padded == 96);
+    const Tile narrow = {one_tile_per_warp ? 64 : 128, padded > 96 ? 32 : 64, 4};
     if (padded < 128) return narrow;
     const Tile wide = {128, padded > 128 ? 64 : 128, 8};
     KernelSpec spec;

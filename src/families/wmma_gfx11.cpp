@@ -46,6 +46,13 @@ bool spills_at_full_step(const ShapeClass& shape, int wider) {
     // need 209. Elsewhere over 128 a soft-cap alone spills at neither step, and 16 keys
     // took more VGPRs at some dims (252 against 192 at d=200), so the rule stays at 160.
     if (wider == 160 && shape.softcap && !shape.window) return true;
+    // A window over ragged K/V: 64 keys spilled 6 at padded 64 under a causal mask (256
+    // VGPRs, 243 without one), 32 keys need 180-183. At padded 208, 32 keys spilled 2 at d=208
+    // (256 at d=200), 16 keys need 254-255; with a soft-cap too, 32 keys need 186-188 and 16
+    // spilled 2, hence "no soft-cap". Found by the exhaustive features suite.
+    const bool window_over_ragged = shape.window && shape.kv_layout == KvLayout::ragged;
+    if (window_over_ragged && wider == 64) return true;
+    if (window_over_ragged && wider == 208 && !shape.softcap) return true;
     // Pages holding exactly a 64-key step: 256 VGPRs and 5 spilled under a causal mask
     // (247-253 at every other page size and ragged, 214 with a soft-cap); 32 keys need 179.
     // Found by the exhaustive batched sweep.

@@ -3,10 +3,10 @@
 // tiles, and spill nothing: AMD code objects are read for spills and scratch, NVIDIA ones
 // through ptxas -v. A covering sample: all three features at once (the most registers) at
 // head dims at the edges and the middle, each feature alone at D=128, all of them with
-// ragged and paged K/V at D=64 and 256, and a soft-cap alone over pages at D=112; with
-// FAJIT_TEST_EXHAUSTIVE=1 every feature set at every head dim the family takes, and all of
-// them and each alone in every layout. No GPU is
-// needed; a backend whose compiler library is absent is skipped with its reason.
+// ragged and paged K/V at D=64 and 256, a soft-cap alone over pages at D=112 and a window
+// alone over ragged K/V at D=64 and 96; with FAJIT_TEST_EXHAUSTIVE=1 every feature set at
+// every head dim the family takes, and all of them and each alone in every layout. No GPU
+// is needed; a backend whose compiler library is absent is skipped with its reason.
 // V head dims of their own (KernelSpec::head_dim_v) are swept the same way.
 #include <doctest/doctest.h>
 
@@ -66,12 +66,18 @@ std::vector<KernelSpec> featured_specs(const std::string& family, const std::str
             if (exhaustive_sweeps() || (batched_sampled && dtype == DType::f16))
                 add(head_dim, dtype, CausalMode::bottom_right, all_features, paged);
             // Each feature alone meets the batched layouts too: wmma-gfx11 spilled with a
-            // soft-cap alone over pages at padded 112 in bf16, which neither all three
-            // features (a window takes shorter steps there) nor dense K/V showed.
+            // soft-cap alone over pages at padded 112 in bf16, and with a window alone over
+            // ragged K/V at 64 (as mma-sm80 did at 96), which neither all three features
+            // (shorter steps there) nor dense K/V showed.
+            const auto sampled_alone = [&](const Features& one, const KvCase& layout) {
+                if (one.softcap && layout.layout == KvLayout::paged) return head_dim == 112 && dtype == DType::bf16;
+                if (one.window && layout.layout == KvLayout::ragged)
+                    return (head_dim == 64 || head_dim == 96) && dtype == DType::f16;
+                return false;
+            };
             for (const Features& one : single_features)
                 for (const KvCase& layout : {ragged, paged})
-                    if (exhaustive_sweeps() ||
-                        (head_dim == 112 && dtype == DType::bf16 && one.softcap && layout.layout == KvLayout::paged))
+                    if (exhaustive_sweeps() || sampled_alone(one, layout))
                         add(head_dim, dtype, CausalMode::bottom_right, one, layout);
         }
     return specs;

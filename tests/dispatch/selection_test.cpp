@@ -121,6 +121,34 @@ TEST_CASE("gfx11: a soft-cap over paged K/V at padded head dim 112 halves the st
     check_tile(capped(128, KvLayout::paged), 64, 64, 4);
 }
 
+TEST_CASE("a window over ragged K/V takes smaller tiles where the full ones spilled") {
+    const auto windowed = [](const char* arch, int head_dim, KvLayout layout, CausalMode causal) {
+        ShapeClass call = shape(head_dim, DType::f16, QueryLength::large, causal);
+        call.kv_layout = layout;
+        call.window = true;
+        return select_variant(arch, call, defaults()).spec;
+    };
+    // gfx11 halves the key step at padded 64 and at 208.
+    for (const CausalMode causal : {CausalMode::none, CausalMode::bottom_right}) {
+        CAPTURE(causal);
+        check_tile(windowed("gfx1151", 64, KvLayout::ragged, causal), 64, 32, 4);
+        check_tile(windowed("gfx1151", 56, KvLayout::ragged, causal), 64, 32, 4);  // padded to 64 as well
+        check_tile(windowed("gfx1151", 208, KvLayout::ragged, causal), 32, 16, 2);
+        check_tile(windowed("gfx1151", 200, KvLayout::ragged, causal), 32, 16, 2);  // padded to 208 as well
+    }
+    check_tile(windowed("gfx1151", 64, KvLayout::dense, CausalMode::bottom_right), 64, 64, 4);
+    check_tile(windowed("gfx1151", 192, KvLayout::ragged, CausalMode::bottom_right), 32, 32, 2);
+    ShapeClass capped = shape(208, DType::bf16, QueryLength::large, CausalMode::bottom_right);
+    capped.kv_layout = KvLayout::ragged;
+    capped.window = capped.softcap = true;
+    check_tile(select_variant("gfx1151", capped, defaults()).spec, 32, 32, 2);  // 16 keys spilled with a soft-cap
+    // mma-sm80 keeps one 16-row tile per warp at padded 96.
+    check_tile(windowed("sm_80", 96, KvLayout::ragged, CausalMode::bottom_right), 64, 64, 4);
+    check_tile(windowed("sm_80", 88, KvLayout::ragged, CausalMode::bottom_right), 64, 64, 4);
+    check_tile(windowed("sm_80", 96, KvLayout::dense, CausalMode::bottom_right), 128, 64, 4);
+    check_tile(windowed("sm_80", 80, KvLayout::ragged, CausalMode::bottom_right), 128, 64, 4);
+}
+
 TEST_CASE("gfx11: f32 falls back to scalar, saying why; every head dim runs on WMMA") {
     const auto f32 = select_variant("gfx1151", shape(128, DType::f32), defaults());
     CHECK(f32.spec.family == "scalar");
