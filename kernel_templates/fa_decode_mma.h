@@ -37,6 +37,7 @@ struct fa_decode_mma_layout {
 
 template <class Spec>
 __global__ void __launch_bounds__(Spec::waves * 32, Spec::resident_blocks) fa_decode_mma(fa_params p) {
+    fa_wait_for_prior_kernels();
     using element = typename Spec::element;
     using layout = fa_decode_mma_layout<Spec>;
     using tile_rows = typename layout::tile_rows;

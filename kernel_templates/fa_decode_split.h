@@ -52,6 +52,7 @@ FAJIT_DEVICE void fa_decode_score_key(const typename Spec::element* key_row, boo
 
 template <class Spec>
 __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_split(fa_params p) {
+    fa_wait_for_prior_kernels();
     using element = typename Spec::element;
     constexpr int lanes = FAJIT_WAVE_SIZE;
     constexpr int rows = Spec::block_q;

@@ -83,6 +83,7 @@ FAJIT_DEVICE bool fa_key_vector_ok(const void* start, const long long* stride) {
 
 template <class Spec>
 __global__ void __launch_bounds__(Spec::waves* FAJIT_TILE_WAVE) fa_matrix_core(fa_params p) {
+    fa_wait_for_prior_kernels();
     using element = typename Spec::element;
     using layout = fa_matrix_core_layout<Spec>;
     constexpr int head_dim = Spec::head_dim;

@@ -60,6 +60,7 @@ struct fa_mma_layout {
 
 template <class Spec>
 __global__ void __launch_bounds__(Spec::waves * 32, Spec::waves >= 8 ? 1 : 8 / Spec::waves) fa_mma_sm80(fa_params p) {
+    fa_wait_for_prior_kernels();
     using element = typename Spec::element;
     using layout = fa_mma_layout<Spec>;
     using tile_rows = typename layout::tile_rows;

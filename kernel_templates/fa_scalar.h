@@ -9,6 +9,7 @@
 
 template <class Spec>
 __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_scalar(fa_params p) {
+    fa_wait_for_prior_kernels();
     using element = typename Spec::element;
     constexpr int lanes = FAJIT_WAVE_SIZE;
     constexpr int head_dim = Spec::head_dim;

@@ -330,6 +330,7 @@ FAJIT_DEVICE void fa_wgmma_walk_fills(const fa_params& p, unsigned int q_empty, 
 template <class Spec>
 __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
     fa_wgmma_sm90(const __grid_constant__ fa_params p) {
+    fa_wait_for_prior_kernels();
     using element = typename Spec::element;
     using layout = fa_wgmma_layout<Spec>;
     constexpr int block_q = Spec::block_q;

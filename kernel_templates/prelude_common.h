@@ -182,6 +182,21 @@ FAJIT_DEVICE unsigned int fa_float_to_bits(float x) {
     return fa_from_float<T>(x).bits;
 }
 
+// ---- kernel start ---------------------------------------------------------------
+// Every kernel calls this first. On sm_90 and later the runtime may launch a kernel as a
+// programmatic dependent of the one before it in the stream (Options::programmatic_launch),
+// which lets its blocks be placed while that one drains; it must then wait, before it
+// reads or writes global memory, until the kernels before it have finished and their
+// writes are visible. It also lets the kernel after it launch as early: that one waits in
+// turn. A kernel launched the ordinary way passes the wait at once; elsewhere both are
+// no-ops.
+FAJIT_DEVICE void fa_wait_for_prior_kernels() {
+#if FAJIT_NVIDIA && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 // ---- math ---------------------------------------------------------------------
 // Scores are kept in base 2 (pre-multiplied by log2 e) so the exponential is one exp2.
 #define FAJIT_LOG2E 1.4426950408889634f

@@ -98,6 +98,9 @@ typedef struct fajit_runtime fajit_runtime;
  *                         captured with a pinned count stays right as lengths grow
  *   FAJIT_TENSOR_MAPS     1 (default): wgmma-sm90 copies dense calls' Q, K and V through
  *                         tensor maps (TMA); 0: with its own copies, as for batched layouts
+ *   FAJIT_PROGRAMMATIC_LAUNCH  1 (default): on sm_90 and later each kernel is launched as a
+ *                         programmatic dependent of the kernel before it in the stream (placed
+ *                         while that one drains; it waits for it before touching memory); 0: not
  *   FAJIT_REMOTE_CACHE    redis://host[:port][/db] or unix:///path[?db=N]: the fleet cache
  *                         behind the disk cache (README, "Fleet cache")
  *   FAJIT_REMOTE_CACHE_KEY  sign stored entries (HMAC-SHA256); refuse unsigned or wrongly

@@ -69,6 +69,12 @@ struct Options {
     // Q, K and V through tensor maps (TMA). Off: they copy as for the batched layouts,
     // for A/B measurements, or a driver whose tensor maps misbehave.
     bool tensor_maps = true;
+    // FAJIT_PROGRAMMATIC_LAUNCH (default on): on sm_90 and later, each kernel is launched as
+    // a programmatic dependent of the kernel before it in the stream, so that its blocks are
+    // placed while that one drains instead of after it ends; every kernel waits, before it
+    // touches memory, until the kernels before it have finished. Off: ordinary launches,
+    // for A/B measurements.
+    bool programmatic_launch = true;
 
     // The fleet cache: a store machines share behind the disk cache (README "Fleet cache").
     // FAJIT_REMOTE_CACHE: redis://host[:port][/db] or unix:///path[?db=N]; empty: none.

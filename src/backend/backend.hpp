@@ -39,6 +39,10 @@ struct LaunchShape {
     unsigned grid[3] = {1, 1, 1};
     unsigned block[3] = {1, 1, 1};
     unsigned shared_bytes = 0;
+    // CUDA's programmatic dependent launch (sm_90 on; other backends ignore it): the kernel
+    // may start while the stream's kernel before it drains, and waits in its first
+    // statement (fa_wait_for_prior_kernels) until that one has finished.
+    bool programmatic = false;
 };
 
 // A tensor of 16-bit elements [batch, heads, rows, columns] with contiguous columns, and

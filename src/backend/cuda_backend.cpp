@@ -115,6 +115,8 @@ struct Driver {
     decltype(&cuFuncSetAttribute) function_attribute = nullptr;
     decltype(&cuFuncGetAttribute) function_get_attribute = nullptr;
     decltype(&cuLaunchKernel) launch = nullptr;
+    // Drivers before CUDA 12 lack it; launches are then ordinary ones (LaunchShape::programmatic).
+    decltype(&cuLaunchKernelEx) launch_with_attributes = nullptr;
     decltype(&cuGetErrorString) error_string = nullptr;
     decltype(&cuMemAlloc) memory_allocate = nullptr;
     decltype(&cuMemFree) memory_free = nullptr;
@@ -160,6 +162,7 @@ struct Driver {
             return;
         }
         library.bind(encode_tiled, "cuTensorMapEncodeTiled");  // optional: null where missing
+        library.bind(launch_with_attributes, "cuLaunchKernelEx");  // optional as well
         if (CUresult status = init(0); status != CUDA_SUCCESS) {
             error = "cuInit failed: " + describe(status);
             return;
@@ -245,7 +248,25 @@ public:
         // (the space begins at 0x210; the cubin's KPARAM_INFO gives offset 48).
         (void)argument_bytes;  // the driver knows the parameter's size from the kernel
         void* parameters[] = {const_cast<void*>(argument)};
-        CUresult status =
+        if (shape.programmatic && api.launch_with_attributes) {
+            CUlaunchAttribute programmatic{};
+            programmatic.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            programmatic.value.programmaticStreamSerializationAllowed = 1;
+            CUlaunchConfig config{};
+            config.gridDimX = shape.grid[0];
+            config.gridDimY = shape.grid[1];
+            config.gridDimZ = shape.grid[2];
+            config.blockDimX = shape.block[0];
+            config.blockDimY = shape.block[1];
+            config.blockDimZ = shape.block[2];
+            config.sharedMemBytes = shape.shared_bytes;
+            config.hStream = static_cast<CUstream>(stream);
+            config.attrs = &programmatic;
+            config.numAttrs = 1;
+            const CUresult status = api.launch_with_attributes(&config, function_, parameters, nullptr);
+            return status == CUDA_SUCCESS ? std::string{} : "cuLaunchKernelEx: " + api.describe(status);
+        }
+        const CUresult status =
             api.launch(function_, shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0], shape.block[1],
                        shape.block[2], shape.shared_bytes, static_cast<CUstream>(stream), parameters, nullptr);
         return status == CUDA_SUCCESS ? std::string{} : "cuLaunchKernel: " + api.describe(status);

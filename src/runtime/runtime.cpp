@@ -19,6 +19,7 @@
 #include "runtime/sequence_index_checks.hpp"
 #include "runtime/split_workspaces.hpp"
 #include "runtime/tensor_maps.hpp"
+#include "spec/arch.hpp"
 #include "spec/shape_class.hpp"
 
 namespace fajit {
@@ -104,7 +105,8 @@ struct Runtime::State {
         }
         KernelArguments arguments = make_kernel_arguments(args, workspace);
         if (family.reads_tensor_maps && options.tensor_maps) fill_tensor_maps(spec, args, *running->backend, arguments);
-        const LaunchShape shape = launch_shape(spec, args, compute_units, workspace.num_splits);
+        LaunchShape shape = launch_shape(spec, args, compute_units, workspace.num_splits);
+        shape.programmatic = options.programmatic_launch && sm_version(spec.arch) >= 90;
         if (auto error = kernel.launch(shape, &arguments, sizeof arguments, stream); !error.empty())
             throw Error(ErrorKind::launch_failed, "launching " + to_string(spec) + ": " + error);
     }

@@ -19,12 +19,13 @@ class FakeKernel : public LoadedKernel {
 public:
     explicit FakeKernel(std::shared_ptr<FakeBackendCounters> counters) : counters_(std::move(counters)) {}
     ~FakeKernel() override { counters_->unloads.fetch_add(1); }
-    std::string launch(const LaunchShape&, const void* argument, std::size_t argument_bytes, void*) override {
+    std::string launch(const LaunchShape& shape, const void* argument, std::size_t argument_bytes, void*) override {
         counters_->launches.fetch_add(1, std::memory_order_relaxed);
         if (!counters_->record_arguments) return {};
         const auto* bytes = static_cast<const std::byte*>(argument);
         std::lock_guard lock(counters_->launch_mutex);
         counters_->last_arguments.assign(bytes, bytes + argument_bytes);
+        counters_->last_shape = shape;
         return {};
     }
 

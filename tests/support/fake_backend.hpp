@@ -19,11 +19,13 @@ struct FakeBackendCounters {
     std::atomic<long long> launches{0};
     std::atomic<int> unloads{0};      // kernels destroyed
     std::atomic<int> tensor_maps{0};  // maps encoded
-    // With record_arguments, the argument bytes of the latest launch (KernelArguments), for
-    // tests that read them; off, a launch only counts (the dispatch benchmark times it).
+    // With record_arguments, the argument bytes (KernelArguments) and shape of the latest
+    // launch, for tests that read them; off, a launch only counts (the dispatch benchmark
+    // times it).
     std::atomic<bool> record_arguments{false};
     std::mutex launch_mutex;
     std::vector<std::byte> last_arguments;
+    LaunchShape last_shape;
 };
 
 struct FakeBackendConfig {

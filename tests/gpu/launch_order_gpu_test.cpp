@@ -1,0 +1,116 @@
+// Back-to-back calls on one stream, the second reading what the first wrote, with no
+// synchronization between them. With programmatic launches (sm_90 and later, on by
+// default: Options::programmatic_launch) the second kernel may be placed while the first
+// still runs, so this shows that each kernel waits for the one before it: a kernel that
+// read early would see the first output's NaN poison. The dispatcher's families for a
+// prefill chunk and for decode (whose split-KV calls also share a workspace), each
+// checked against the f64 reference of what the first call actually wrote. Skips, saying
+// why, where no device is present.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "support/attention_case.hpp"
+#include "support/gpu_test_setup.hpp"
+#include "support/test_device.hpp"
+
+using namespace fajit;
+using namespace fajit::testing;
+
+namespace {
+
+// Values in dense [batch, heads, length, dim] storage (BHSD), and back.
+std::vector<unsigned char> stored(DType dtype, const std::vector<float>& values) {
+    std::vector<unsigned char> bytes(values.size() * static_cast<std::size_t>(element_bytes(dtype)));
+    for (std::size_t i = 0; i < values.size(); ++i) store_element(dtype, bytes.data(), i, values[i]);
+    return bytes;
+}
+std::vector<float> loaded(DType dtype, const std::vector<unsigned char>& bytes) {
+    std::vector<float> values(bytes.size() / static_cast<std::size_t>(element_bytes(dtype)));
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(load_element(dtype, bytes.data(), i));
+    return values;
+}
+
+AttentionArgs dense_call(const CaseShape& shape, const void* q, const void* k, const void* v, void* o) {
+    AttentionArgs args;
+    args.q = q;
+    args.k = k;
+    args.v = v;
+    args.o = o;
+    args.dtype = shape.dtype;
+    args.batch = shape.batch;
+    args.heads_q = shape.heads_q;
+    args.heads_kv = shape.heads_kv;
+    args.len_q = shape.len_q;
+    args.len_k = shape.len_k;
+    args.head_dim = shape.head_dim;
+    const auto strides = [&](int heads, int length) {
+        return Strides{static_cast<std::int64_t>(heads) * length * shape.head_dim,
+                       static_cast<std::int64_t>(length) * shape.head_dim, shape.head_dim};
+    };
+    args.q_strides = args.o_strides = strides(shape.heads_q, shape.len_q);
+    args.k_strides = args.v_strides = strides(shape.heads_kv, shape.len_k);
+    args.scale = shape.scale;
+    args.causal = shape.causal;
+    return args;
+}
+
+// Runs O1 = attention(Q, K, V) and then O2 = attention(O1, K, V) back to back.
+void check_chain(const CaseShape& shape) {
+    CAPTURE(shape.describe());
+    const CaseInputs first = random_inputs(shape, 11);
+    const std::size_t o_bytes =
+        static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q * shape.head_dim * element_bytes(shape.dtype);
+    DeviceBuffer q = device_buffer(o_bytes), k = device_buffer(first.k.size() * element_bytes(shape.dtype)),
+                 v = device_buffer(first.v.size() * element_bytes(shape.dtype)), o1 = device_buffer(o_bytes),
+                 o2 = device_buffer(o_bytes);
+    q.upload(stored(shape.dtype, first.q));
+    k.upload(stored(shape.dtype, first.k));
+    v.upload(stored(shape.dtype, first.v));
+    o1.fill(0xff);  // NaN in every element type
+    o2.fill(0xff);
+    Runtime& runtime = gpu_test_runtime();
+    runtime.attention(dense_call(shape, q.get(), k.get(), v.get(), o1.get()), nullptr);
+    runtime.attention(dense_call(shape, o1.get(), k.get(), v.get(), o2.get()), nullptr);
+    synchronize_test_device();
+
+    CaseInputs second = first;
+    second.q = loaded(shape.dtype, o1.download<unsigned char>());
+    const auto outputs_of = [&](const DeviceBuffer& o) {
+        Outputs got;
+        for (const float value : loaded(shape.dtype, o.download<unsigned char>())) got.o.push_back(value);
+        return got;
+    };
+    const double rounding = unit_roundoff(shape.dtype);  // P rounded before P V, as every tensor-core family does
+    const Comparison one = compare(shape, outputs_of(o1), reference_attention(shape, first),
+                                   output_tolerance(shape, first, rounding));
+    CHECK_MESSAGE(one.bad_elements == 0, "first call: " << one.first_bad);
+    const Comparison two = compare(shape, outputs_of(o2), reference_attention(shape, second),
+                                   output_tolerance(shape, second, rounding));
+    CHECK_MESSAGE(two.bad_elements == 0, "second call, reading the first's output: " << two.first_bad);
+}
+
+}  // namespace
+
+TEST_CASE("a call reading the output of the call before it on the stream sees all of it") {
+    if (skip_without_device()) return;
+    CaseShape prefill;
+    prefill.heads_q = 8;
+    prefill.heads_kv = 2;
+    prefill.len_q = 512;
+    prefill.len_k = 8192;
+    prefill.head_dim = 128;
+    prefill.causal = CausalMode::bottom_right;
+    prefill.scale = 1.0f / std::sqrt(128.0f);
+    prefill.with_lse = false;
+    check_chain(prefill);
+
+    CaseShape decode = prefill;
+    decode.batch = 4;
+    decode.heads_q = 32;
+    decode.heads_kv = 8;
+    decode.len_q = 1;
+    decode.dtype = DType::bf16;
+    check_chain(decode);
+}
