@@ -98,8 +98,8 @@ TEST_CASE("a call reading the output of the call before it on the stream sees al
     CaseShape prefill;
     prefill.heads_q = 8;
     prefill.heads_kv = 2;
-    prefill.len_q = 512;
-    prefill.len_k = 8192;
+    prefill.len_q = 256;
+    prefill.len_k = 4096;
     prefill.head_dim = 128;
     prefill.causal = CausalMode::bottom_right;
     prefill.scale = 1.0f / std::sqrt(128.0f);
