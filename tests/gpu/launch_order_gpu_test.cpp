@@ -20,7 +20,7 @@ using namespace fajit::testing;
 
 namespace {
 
-// Values in dense [batch, heads, length, dim] storage (BHSD), and back.
+// Values in dense [batch, heads, length, dim] storage (Layout::bhsd, the shapes' here), and back.
 std::vector<unsigned char> stored(DType dtype, const std::vector<float>& values) {
     std::vector<unsigned char> bytes(values.size() * static_cast<std::size_t>(element_bytes(dtype)));
     for (std::size_t i = 0; i < values.size(); ++i) store_element(dtype, bytes.data(), i, values[i]);
@@ -30,30 +30,6 @@ std::vector<float> loaded(DType dtype, const std::vector<unsigned char>& bytes) 
     std::vector<float> values(bytes.size() / static_cast<std::size_t>(element_bytes(dtype)));
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(load_element(dtype, bytes.data(), i));
     return values;
-}
-
-AttentionArgs dense_call(const CaseShape& shape, const void* q, const void* k, const void* v, void* o) {
-    AttentionArgs args;
-    args.q = q;
-    args.k = k;
-    args.v = v;
-    args.o = o;
-    args.dtype = shape.dtype;
-    args.batch = shape.batch;
-    args.heads_q = shape.heads_q;
-    args.heads_kv = shape.heads_kv;
-    args.len_q = shape.len_q;
-    args.len_k = shape.len_k;
-    args.head_dim = shape.head_dim;
-    const auto strides = [&](int heads, int length) {
-        return Strides{static_cast<std::int64_t>(heads) * length * shape.head_dim,
-                       static_cast<std::int64_t>(length) * shape.head_dim, shape.head_dim};
-    };
-    args.q_strides = args.o_strides = strides(shape.heads_q, shape.len_q);
-    args.k_strides = args.v_strides = strides(shape.heads_kv, shape.len_k);
-    args.scale = shape.scale;
-    args.causal = shape.causal;
-    return args;
 }
 
 // Runs O1 = attention(Q, K, V) and then O2 = attention(O1, K, V) back to back.
@@ -71,8 +47,8 @@ void check_chain(const CaseShape& shape) {
     o1.fill(0xff);  // NaN in every element type
     o2.fill(0xff);
     Runtime& runtime = gpu_test_runtime();
-    runtime.attention(dense_call(shape, q.get(), k.get(), v.get(), o1.get()), nullptr);
-    runtime.attention(dense_call(shape, o1.get(), k.get(), v.get(), o2.get()), nullptr);
+    runtime.attention(case_arguments(shape, q.get(), k.get(), v.get(), o1.get()), nullptr);
+    runtime.attention(case_arguments(shape, o1.get(), k.get(), v.get(), o2.get()), nullptr);
     synchronize_test_device();
 
     CaseInputs second = first;

@@ -265,6 +265,33 @@ Outputs reference_attention(const CaseShape& shape, const CaseInputs& inputs) {
     return out;
 }
 
+AttentionArgs case_arguments(const CaseShape& shape, const void* q, const void* k, const void* v, void* o) {
+    const int value_dim = shape.value_dim();
+    AttentionArgs args;
+    args.q = q;
+    args.k = k;
+    args.v = v;
+    args.o = o;
+    args.dtype = shape.dtype;
+    args.o_dtype = shape.o_dtype;
+    args.batch = shape.batch;
+    args.heads_q = shape.heads_q;
+    args.heads_kv = shape.heads_kv;
+    args.len_q = shape.len_q;
+    args.len_k = shape.len_k;
+    args.head_dim = shape.head_dim;
+    args.head_dim_v = shape.head_dim_v;
+    args.q_strides = strides_for(shape.layout, shape.heads_q, shape.len_q, shape.head_dim);
+    args.o_strides = strides_for(shape.layout, shape.heads_q, shape.len_q, value_dim);
+    args.k_strides = strides_for(shape.layout, shape.heads_kv, shape.len_k, shape.head_dim);
+    args.v_strides = strides_for(shape.layout, shape.heads_kv, shape.len_k, value_dim);
+    args.scale = shape.scale;
+    args.causal = shape.causal;
+    args.window = shape.window;
+    args.softcap = shape.softcap;
+    return args;
+}
+
 DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShape& shape, const CaseInputs& inputs,
                         bool count) {
     const int value_dim = shape.value_dim();
@@ -286,31 +313,10 @@ DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShap
     lse_device.fill(0xff);
     counters_device.fill(0);
 
-    AttentionArgs args;
-    args.q = q_device.get();
-    args.k = k_device.get();
-    args.v = v_device.get();
-    args.o = o_device.get();
+    AttentionArgs args = case_arguments(shape, q_device.get(), k_device.get(), v_device.get(), o_device.get());
     args.lse = shape.with_lse ? static_cast<float*>(lse_device.get()) : nullptr;
     if (shape.with_lse) args.lse_shape = {shape.batch, shape.heads_q, shape.len_q};
-    args.dtype = shape.dtype;
-    args.o_dtype = shape.o_dtype;
-    args.batch = shape.batch;
-    args.heads_q = shape.heads_q;
-    args.heads_kv = shape.heads_kv;
-    args.len_q = shape.len_q;
-    args.len_k = shape.len_k;
-    args.head_dim = shape.head_dim;
-    args.head_dim_v = shape.head_dim_v;
-    args.q_strides = strides_for(shape.layout, shape.heads_q, shape.len_q, shape.head_dim);
-    args.o_strides = strides_for(shape.layout, shape.heads_q, shape.len_q, value_dim);
-    args.k_strides = strides_for(shape.layout, shape.heads_kv, shape.len_k, shape.head_dim);
-    args.v_strides = strides_for(shape.layout, shape.heads_kv, shape.len_k, value_dim);
-    args.scale = shape.scale;
-    args.causal = shape.causal;
     args.debug_counters = count ? static_cast<unsigned long long*>(counters_device.get()) : nullptr;
-    args.window = shape.window;
-    args.softcap = shape.softcap;
     DeviceBuffer sinks_device = device_buffer(std::max<std::size_t>(1, shape.sinks.size()) * sizeof(float));
     if (!shape.sinks.empty()) {
         sinks_device.upload(shape.sinks);

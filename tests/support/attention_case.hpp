@@ -76,6 +76,11 @@ struct DeviceRun {
     unsigned long long counters[2] = {0, 0};  // frame moves, frames kept (debug-counter builds)
 };
 
+// A call over device tensors q, k, v and o stored in the shape's layout: its sizes, dtypes,
+// strides, scale, causal mode, window and soft-cap (run_on_device adds the LSE, sinks,
+// descale factors and counters).
+AttentionArgs case_arguments(const CaseShape&, const void* q, const void* k, const void* v, void* o);
+
 // Poisons the outputs, runs spec through runtime and reads everything back.
 DeviceRun run_on_device(Runtime&, const KernelSpec&, const CaseShape&, const CaseInputs&, bool count = false);
 
