@@ -20,30 +20,20 @@ using namespace fajit::testing;
 
 namespace {
 
-// Values in dense [batch, heads, length, dim] storage (Layout::bhsd, the shapes' here), and back.
-std::vector<unsigned char> stored(DType dtype, const std::vector<float>& values) {
-    std::vector<unsigned char> bytes(values.size() * static_cast<std::size_t>(element_bytes(dtype)));
-    for (std::size_t i = 0; i < values.size(); ++i) store_element(dtype, bytes.data(), i, values[i]);
-    return bytes;
-}
-std::vector<float> loaded(DType dtype, const std::vector<unsigned char>& bytes) {
-    std::vector<float> values(bytes.size() / static_cast<std::size_t>(element_bytes(dtype)));
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(load_element(dtype, bytes.data(), i));
-    return values;
-}
-
 // Runs O1 = attention(Q, K, V) and then O2 = attention(O1, K, V) back to back.
 void check_chain(const CaseShape& shape) {
     CAPTURE(shape.describe());
     const CaseInputs first = random_inputs(shape, 11);
-    const std::size_t o_bytes =
-        static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q * shape.head_dim * element_bytes(shape.dtype);
-    DeviceBuffer q = device_buffer(o_bytes), k = device_buffer(first.k.size() * element_bytes(shape.dtype)),
-                 v = device_buffer(first.v.size() * element_bytes(shape.dtype)), o1 = device_buffer(o_bytes),
-                 o2 = device_buffer(o_bytes);
-    q.upload(stored(shape.dtype, first.q));
-    k.upload(stored(shape.dtype, first.k));
-    v.upload(stored(shape.dtype, first.v));
+    const auto q_storage = pack(shape, first.q, shape.heads_q, shape.len_q, shape.head_dim);
+    const auto k_storage = pack(shape, first.k, shape.heads_kv, shape.len_k, shape.head_dim);
+    const auto v_storage = pack(shape, first.v, shape.heads_kv, shape.len_k, shape.head_dim);
+    // O is stored as Q is (the shapes here have no V head dim of their own), so O1 can be a Q.
+    DeviceBuffer q = device_buffer(q_storage.size()), k = device_buffer(k_storage.size()),
+                 v = device_buffer(v_storage.size()), o1 = device_buffer(q_storage.size()),
+                 o2 = device_buffer(q_storage.size());
+    q.upload(q_storage);
+    k.upload(k_storage);
+    v.upload(v_storage);
     o1.fill(0xff);  // NaN in every element type
     o2.fill(0xff);
     Runtime& runtime = gpu_test_runtime();
@@ -51,15 +41,16 @@ void check_chain(const CaseShape& shape) {
     runtime.attention(case_arguments(shape, o1.get(), k.get(), v.get(), o2.get()), nullptr);
     synchronize_test_device();
 
-    CaseInputs second = first;
-    second.q = loaded(shape.dtype, o1.download<unsigned char>());
     const auto outputs_of = [&](const DeviceBuffer& o) {
         Outputs got;
-        for (const float value : loaded(shape.dtype, o.download<unsigned char>())) got.o.push_back(value);
+        got.o = unpack(shape, shape.dtype, o.download<unsigned char>(), shape.heads_q, shape.len_q, shape.head_dim);
         return got;
     };
+    const Outputs written = outputs_of(o1);
+    CaseInputs second = first;
+    second.q.assign(written.o.begin(), written.o.end());
     const double rounding = unit_roundoff(shape.dtype);  // P rounded before P V, as every tensor-core family does
-    const Comparison one = compare(shape, outputs_of(o1), reference_attention(shape, first),
+    const Comparison one = compare(shape, written, reference_attention(shape, first),
                                    output_tolerance(shape, first, rounding));
     CHECK_MESSAGE(one.bad_elements == 0, "first call: " << one.first_bad);
     const Comparison two = compare(shape, outputs_of(o2), reference_attention(shape, second),

@@ -58,7 +58,8 @@ std::size_t storage_elements(const CaseShape& shape, int heads, int length, int 
                                     row_dim);
 }
 
-// Packs logical values into the layout's storage, encoded as the inputs' element type.
+}  // namespace
+
 std::vector<unsigned char> pack(const CaseShape& shape, const std::vector<float>& values, int heads, int length,
                                 int row_dim) {
     const Strides s = strides_for(shape.layout, heads, length, row_dim);
@@ -89,6 +90,8 @@ std::vector<double> unpack(const CaseShape& shape, DType dtype, const std::vecto
                 }
     return values;
 }
+
+namespace {
 
 double max_abs(const std::vector<float>& values) {
     double largest = 0.0;

@@ -76,6 +76,14 @@ struct DeviceRun {
     unsigned long long counters[2] = {0, 0};  // frame moves, frames kept (debug-counter builds)
 };
 
+// Logical [batch, heads, length, row_dim] values stored in the shape's layout, encoded as its
+// inputs' element type (row_dim: head_dim for q and k, value_dim for v and o); and storage
+// of that layout, of elements of dtype, read back as logical values.
+std::vector<unsigned char> pack(const CaseShape&, const std::vector<float>& values, int heads, int length,
+                                int row_dim);
+std::vector<double> unpack(const CaseShape&, DType dtype, const std::vector<unsigned char>& storage, int heads,
+                           int length, int row_dim);
+
 // A call over device tensors q, k, v and o stored in the shape's layout: its sizes, dtypes,
 // strides, scale, causal mode, window and soft-cap (run_on_device adds the LSE, sinks,
 // descale factors and counters).
