@@ -110,7 +110,9 @@ inline int value_head_dim(const AttentionArgs& args) { return args.head_dim_v ? 
 
 // Empty when args are usable; else a message naming the bad field and its value.
 // Pointers must be aligned to their element; a dimension of more than one element must have
-// a stride of 0 (broadcast, inputs only) or at least its row's head dim, so rows never overlap.
+// a stride of 0 (broadcast, inputs only) or at least its row's head dim, and o's dimensions
+// must nest (each stride past everything its finer dimensions reach), so no two output rows
+// share an element.
 std::string check_arguments(const AttentionArgs&);
 
 }  // namespace fajit

@@ -118,7 +118,9 @@ typedef struct fajit_setting {
 
 /* Element strides of one tensor, in elements (not bytes). The head dimension is always
  * contiguous (stride 1). A dimension of extent > 1 needs a stride >= head_dim, or 0 to
- * broadcast (inputs only); strides of extent-1 dimensions are ignored. */
+ * broadcast (inputs only); strides of extent-1 dimensions are ignored. o's rows must not
+ * share elements: taken in stride order, each stride must pass the last element its finer
+ * dimensions reach (true of any non-overlapping tensor a framework makes). */
 typedef struct fajit_strides {
     int64_t batch;
     int64_t head;

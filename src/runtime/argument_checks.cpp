@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <tuple>
 
@@ -24,6 +26,30 @@ std::string hex(const void* pointer) {
     return text;
 }
 
+using Dimension = std::tuple<std::string_view, std::int64_t, int>;  // name, stride, extent
+
+// A written tensor's rows must not share an element, or two blocks would write it. Each
+// dimension's stride must pass the last element its finer dimensions reach (taken in
+// stride order, from the row itself), as every framework's non-overlapping layout does;
+// a stride at least the row's width can still step into another dimension's rows, as a
+// head stride equal to the sequence stride would. Of two equal strides the coarser
+// dimension (batch over head over sequence) is named.
+std::string check_rows_apart(const auto& name, const Dimension (&dimensions)[3], int head_dim) {
+    Dimension by_stride[3] = {dimensions[2], dimensions[1], dimensions[0]};
+    std::stable_sort(std::begin(by_stride), std::end(by_stride),
+                     [](const Dimension& a, const Dimension& b) { return std::get<1>(a) < std::get<1>(b); });
+    std::int64_t reach = head_dim - 1;  // the last element of the row; sums cannot overflow, checked above
+    for (const auto& [dimension, stride, extent] : by_stride) {
+        if (extent == 1) continue;
+        if (stride <= reach)
+            return field(name(dimension), std::to_string(stride),
+                         "output rows would overlap: the dimensions of finer strides reach element " +
+                             std::to_string(reach) + ", so this stride must be at least " + std::to_string(reach + 1));
+        reach += stride * (extent - 1);
+    }
+    return {};
+}
+
 // head_dim: the elements of the tensor's rows, named dim_name in messages.
 std::string check_strides(std::string_view tensor, const Strides& strides, int batch, int heads, int length,
                           std::string_view dim_name, int head_dim, bool written) {
@@ -31,7 +57,7 @@ std::string check_strides(std::string_view tensor, const Strides& strides, int b
     const auto name = [&](std::string_view dimension) {
         return std::string(tensor) + "_strides." + std::string(dimension);
     };
-    const std::tuple<std::string_view, std::int64_t, int> dimensions[] = {
+    const Dimension dimensions[] = {
         {"batch", strides.batch, batch}, {"head", strides.head, heads}, {"sequence", strides.sequence, length}};
     for (const auto& [dimension, stride, extent] : dimensions) {
         if (stride < 0) return field(name(dimension), std::to_string(stride), "strides must not be negative");
@@ -60,7 +86,14 @@ std::string check_strides(std::string_view tensor, const Strides& strides, int b
                              std::to_string(strides.sequence) + "}",
                          "the largest element offset overflows a 64-bit index");
     }
+    if (written) return check_rows_apart(name, dimensions, head_dim);
     return {};
+}
+
+// A dtype's name, or its number when it names none (a C caller's out-of-range value).
+std::string dtype_text(DType dtype) {
+    const std::string_view name = to_string(dtype);
+    return name == "?" ? std::to_string(static_cast<int>(dtype)) : std::string(name);
 }
 
 bool batched(const AttentionArgs& args) { return args.kv_layout != KvLayout::dense; }
@@ -121,6 +154,10 @@ std::string check_sequences(const AttentionArgs& args) {
     if (paged) {
         if ((s.page_size & (s.page_size - 1)) != 0 || s.page_size > 256)
             return field("sequences.page_size", std::to_string(s.page_size), "must be a power of two from 1 to 256");
+        // The kernels count a sequence's keys in int: its pages must hold fewer than 2^31.
+        if (static_cast<long long>(s.max_pages_per_seq) * s.page_size > std::numeric_limits<int>::max())
+            return field("sequences.max_pages_per_seq", std::to_string(s.max_pages_per_seq),
+                         "pages of " + std::to_string(s.page_size) + " keys would hold 2^31 keys or more");
         if (static_cast<long long>(s.max_pages_per_seq) * s.page_size < args.len_k)
             return field("len_k", std::to_string(args.len_k),
                          "more keys than max_pages_per_seq (" + std::to_string(s.max_pages_per_seq) + ") pages of " +
@@ -171,7 +208,7 @@ std::string check_fp8(const AttentionArgs& args) {
         {"q_descale", descale.q}, {"k_descale", descale.k}, {"v_descale", descale.v}};
     if (args.dtype != DType::e4m3) {
         if (args.o_dtype)
-            return field("o_dtype", std::string(to_string(*args.o_dtype)),
+            return field("o_dtype", dtype_text(*args.o_dtype),
                          "only e4m3 inputs take one (o has dtype " + std::string(to_string(args.dtype)) + ")");
         for (const auto& [name, pointer] : factors)
             if (pointer) return field(name, hex(pointer), "only e4m3 inputs take descale factors");
@@ -180,7 +217,7 @@ std::string check_fp8(const AttentionArgs& args) {
         return {};
     }
     if (!args.o_dtype || (*args.o_dtype != DType::f16 && *args.o_dtype != DType::bf16))
-        return field("o_dtype", args.o_dtype ? std::to_string(static_cast<int>(*args.o_dtype)) : "none",
+        return field("o_dtype", args.o_dtype ? dtype_text(*args.o_dtype) : "none",
                      "e4m3 inputs need an f16 or bf16 o");
     bool any = false;
     for (const auto& [name, pointer] : factors) {
@@ -223,7 +260,7 @@ std::string check_arguments(const AttentionArgs& args) {
         return field("head_dim_v", std::to_string(args.head_dim_v),
                      "supported head dims are 16..256 in steps of 8, or 0 for head_dim");
     if (args.dtype != DType::f16 && args.dtype != DType::bf16 && args.dtype != DType::f32 && args.dtype != DType::e4m3)
-        return field("dtype", std::to_string(static_cast<int>(args.dtype)), "expected f16, bf16, f32 or e4m3");
+        return field("dtype", dtype_text(args.dtype), "expected f16, bf16, f32 or e4m3");
     if (auto error = check_fp8(args); !error.empty()) return error;
     if (args.causal != CausalMode::none && args.causal != CausalMode::top_left &&
         args.causal != CausalMode::bottom_right)

@@ -117,6 +117,9 @@ struct Runtime::State {
         const Backend* backend;
         {
             std::lock_guard lock(mutex);
+            // The ordinal first: reading indices back from a device that does not exist
+            // would fail as a runtime error rather than name the argument.
+            device(args.device);
             backend = running_backend().backend;
         }
         if (auto error = check_sequence_indices(args, *backend, stream); !error.empty())

@@ -111,6 +111,15 @@ TEST_CASE("each bad index is named with its sequence and slot, and nothing launc
     }
 }
 
+TEST_CASE("a batched call on a device the backend lacks names the ordinal before reading any index") {
+    FakeRuntime fake(true);
+    PagedCall call;
+    AttentionArgs args = call.args();
+    args.device = 1;
+    CHECK(error_of(*fake.runtime, args).find("device=1: fake sees 1 device(s)") == 0);
+    CHECK(fake.counters->launches == 0);
+}
+
 TEST_CASE("ragged offsets are checked against total_k and len_k") {
     FakeRuntime fake(true);
     PagedCall call;

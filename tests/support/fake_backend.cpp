@@ -90,19 +90,26 @@ public:
         return std::make_unique<FakeKernel>(counters_);
     }
 
-    // Host memory stands in for device memory: fake kernels never touch it.
-    void* allocate(int, std::size_t bytes) const override { return ::operator new(bytes); }
+    // Host memory stands in for device memory: fake kernels never touch it. An ordinal the
+    // backend does not have fails as the real ones do, when they make its context current.
+    void* allocate(int device, std::size_t bytes) const override {
+        require_device(device);
+        return ::operator new(bytes);
+    }
     void release(int, void* pointer) const override {
         ::operator delete(pointer);
         if (config_.failing_releases) throw std::runtime_error("the fake runtime refuses to free");
     }
-    void upload(int, void* destination, const void* source, std::size_t bytes) const override {
+    void upload(int device, void* destination, const void* source, std::size_t bytes) const override {
+        require_device(device);
         std::memcpy(destination, source, bytes);
     }
-    void download(int, void* destination, const void* source, std::size_t bytes, void*) const override {
+    void download(int device, void* destination, const void* source, std::size_t bytes, void*) const override {
+        require_device(device);
         std::memcpy(destination, source, bytes);
     }
-    void fill(int, void* destination, unsigned char byte, std::size_t bytes) const override {
+    void fill(int device, void* destination, unsigned char byte, std::size_t bytes) const override {
+        require_device(device);
         std::memset(destination, byte, bytes);
     }
     std::unique_ptr<DeviceEvent> create_event(int) const override { return std::make_unique<FakeEvent>(); }
@@ -117,6 +124,11 @@ public:
     void synchronize(int) const override {}
 
 private:
+    void require_device(int device) const {
+        if (device < 0 || device >= config_.device_count)
+            throw std::runtime_error("the fake backend has no device " + std::to_string(device));
+    }
+
     FakeBackendConfig config_;
     std::shared_ptr<FakeBackendCounters> counters_;
 };

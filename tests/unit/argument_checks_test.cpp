@@ -74,6 +74,13 @@ TEST_CASE("each malformed batched argument is named with its value") {
         {valid_paged_args, [](AttentionArgs& a) { a.sequences.page_size = 512; }, "sequences.page_size=512"},
         {valid_paged_args, [](AttentionArgs& a) { a.sequences.num_pages = 0; }, "sequences.num_pages=0"},
         {valid_paged_args, [](AttentionArgs& a) { a.sequences.max_pages_per_seq = 1; }, "len_k=32"},
+        // 2^23 pages of 256 keys: 2^31 keys, one past what the kernels count in int.
+        {valid_paged_args,
+         [](AttentionArgs& a) {
+             a.sequences.page_size = 256;
+             a.sequences.max_pages_per_seq = 1 << 23;
+         },
+         "sequences.max_pages_per_seq=8388608"},
         {valid_paged_args, [](AttentionArgs& a) { a.sequences.total_q = 0; }, "sequences.total_q=0"},
         {valid_paged_args, [](AttentionArgs& a) { a.sequences.total_q = 10; }, "len_q=16"},
         {valid_paged_args, [](AttentionArgs& a) { a.sequences.total_k = 40; }, "sequences.total_k=40"},
@@ -163,6 +170,41 @@ TEST_CASE("a V head dim of its own is checked against v's and o's strides, q's a
     CHECK(check_arguments(mla).find("k_strides.sequence=128: rows would overlap") == 0);
 }
 
+TEST_CASE("output strides whose rows would share elements are refused, naming the stride") {
+    // valid_args: o is [2, 8, 16, 64] with strides {8*16*64, 16*64, 64}.
+    const std::pair<std::function<void(Strides&)>, std::string> overlapping[] = {
+        // Head h+1's first row is head h's second row: every stride is at least a row.
+        {[](Strides& s) { s.head = 64; }, "o_strides.head=64: output rows would overlap"},
+        // Heads between rows, but a head's 16 rows run into the next head's.
+        {[](Strides& s) { s.head = 128; }, "o_strides.head=128: output rows would overlap"},
+        // Batch 1 starts inside batch 0's heads.
+        {[](Strides& s) { s.batch = 64 * 16; }, "o_strides.batch=1024: output rows would overlap"},
+    };
+    for (const auto& [mutate, expected] : overlapping) {
+        AttentionArgs args = valid_args();
+        mutate(args.o_strides);
+        const std::string error = check_arguments(args);
+        CHECK_MESSAGE(error.find(expected) == 0, "expected '", expected, "', got '", error, "'");
+    }
+    // Layouts that keep rows apart in another order pass: [batch, len, heads, dim] (the
+    // packed layout of most engines), heads interleaved with gaps, and a dimension of one
+    // element, whose stride is never stepped along.
+    AttentionArgs sequence_major = valid_args();
+    sequence_major.o_strides = {16 * 8 * 64, 64, 8 * 64};
+    CHECK(check_arguments(sequence_major) == "");
+    AttentionArgs padded = valid_args();
+    padded.o_strides = {8 * 16 * 80, 80, 8 * 80};
+    CHECK(check_arguments(padded) == "");
+    AttentionArgs one_batch = valid_args();
+    one_batch.batch = 1;
+    one_batch.o_strides.batch = 0;
+    CHECK(check_arguments(one_batch) == "");
+    // Inputs may alias: broadcast K/V heads and Q rows read twice are only reads.
+    AttentionArgs shared_input = valid_args();
+    shared_input.q_strides.head = 64;
+    CHECK(check_arguments(shared_input) == "");
+}
+
 TEST_CASE("each malformed argument is named with its value") {
     const std::pair<std::function<void(AttentionArgs&)>, const char*> cases[] = {
         {[](AttentionArgs& a) { a.q = nullptr; }, "q=null"},
@@ -179,6 +221,7 @@ TEST_CASE("each malformed argument is named with its value") {
         {[](AttentionArgs& a) { a.head_dim = 300; }, "head_dim=300"},
         {[](AttentionArgs& a) { a.head_dim = 60; }, "head_dim=60"},
         {[](AttentionArgs& a) { a.dtype = static_cast<DType>(9); }, "dtype=9"},
+        {[](AttentionArgs& a) { a.o_dtype = static_cast<DType>(9); }, "o_dtype=9"},
         {[](AttentionArgs& a) { a.causal = static_cast<CausalMode>(7); }, "causal=7"},
         {[](AttentionArgs& a) { a.scale = std::numeric_limits<float>::infinity(); }, "scale=inf"},
         {[](AttentionArgs& a) { a.scale = std::nanf(""); }, "scale=nan"},
