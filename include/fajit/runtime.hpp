@@ -42,12 +42,17 @@ private:
 // A compile that failed; what() names the variant, log() is the compiler's full log.
 class CompileError : public Error {
 public:
-    CompileError(const std::string& what, std::string log)
-        : Error(ErrorKind::compile_failed, what), log_(std::move(log)) {}
+    // rejected: the compiler judged the source (a compilation error), which compiling it
+    // again would repeat; false when it failed for another reason (out of memory, an
+    // internal error), which says nothing about the source.
+    CompileError(const std::string& what, std::string log, bool rejected)
+        : Error(ErrorKind::compile_failed, what), log_(std::move(log)), rejected_(rejected) {}
     const std::string& log() const { return log_; }
+    bool rejected() const { return rejected_; }
 
 private:
     std::string log_;
+    bool rejected_;
 };
 
 struct CompiledKernel {

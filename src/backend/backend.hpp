@@ -7,10 +7,18 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace fajit {
+
+// The loader judged a code object unusable (see Backend::load): loading the same bytes
+// again would fail again.
+class CodeRejected : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
 
 struct CompileRequest {
     std::string source;
@@ -22,6 +30,11 @@ struct CompileRequest {
 
 struct CompileResult {
     bool ok = false;
+    // Not ok because the compiler judged the source (its compilation-error status, or no
+    // kernel under the name asked for): compiling again would fail again. Other failures
+    // (out of memory, an internal error, a call that could not read the result) say
+    // nothing about the source.
+    bool rejected = false;
     std::vector<std::byte> code;             // AMDGPU code object or cubin
     std::string log;                         // the compiler's full log, also on success
     std::vector<std::string> lowered_names;  // one per name expression, never empty when ok
@@ -94,8 +107,10 @@ public:
     virtual std::string compiler_identity() const = 0;
     virtual CompileResult compile(const CompileRequest&) const = 0;
     virtual std::vector<DeviceInfo> devices() const = 0;
-    // Loads code on a device and resolves one kernel. Throws std::runtime_error
-    // naming the failure when the loader rejects the code.
+    // Loads code on a device and resolves one kernel. Throws CodeRejected when the loader
+    // judged the code itself (an invalid image, none for this device, no kernel of that
+    // name), and std::runtime_error naming the failure for anything else (out of memory,
+    // the device's context), which says nothing about the code.
     virtual std::unique_ptr<LoadedKernel> load(int device, std::span<const std::byte> code,
                                                const std::string& lowered_name) const = 0;
     // Device memory, copies and timing for tools, tests and benchmarks; engines bring

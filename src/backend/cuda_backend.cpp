@@ -22,6 +22,7 @@ struct Nvrtc {
     using program_type = nvrtcProgram;
     using result_type = nvrtcResult;
     static constexpr nvrtcResult success = NVRTC_SUCCESS;
+    static constexpr nvrtcResult compilation_error = NVRTC_ERROR_COMPILATION;
     static constexpr const char* prefix = "nvrtc";
     static constexpr const char* destroy_call = "nvrtcDestroyProgram";
 
@@ -179,6 +180,23 @@ struct Driver {
 
     void check(CUresult status, const char* what) const {
         if (status != CUDA_SUCCESS) throw std::runtime_error(std::string(what) + ": " + describe(status));
+    }
+
+    // For the calls that load a module and find its kernel: the statuses that judge the
+    // code itself throw CodeRejected, any other (out of memory, the context) as check does.
+    void check_code(CUresult status, const std::string& what) const {
+        switch (status) {
+            case CUDA_SUCCESS:
+                return;
+            case CUDA_ERROR_INVALID_IMAGE:
+            case CUDA_ERROR_NO_BINARY_FOR_GPU:
+            case CUDA_ERROR_INVALID_PTX:
+            case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
+            case CUDA_ERROR_NOT_FOUND:  // no kernel of that name
+                throw CodeRejected(what + ": " + describe(status));
+            default:
+                check(status, what.c_str());
+        }
     }
 
     // Makes the primary context of the device current; returns the first failure. For
@@ -362,11 +380,11 @@ public:
         if (!api.error.empty()) throw std::runtime_error(api.error);
         api.make_current(device);
         CUmodule module;
-        api.check(api.module_load(&module, code.data()), "cuModuleLoadData");
+        api.check_code(api.module_load(&module, code.data()), "cuModuleLoadData");
         CUfunction function;
         if (CUresult status = api.module_function(&function, module, lowered_name.c_str()); status != CUDA_SUCCESS) {
             api.module_unload(module);
-            api.check(status, ("cuModuleGetFunction(" + lowered_name + ")").c_str());
+            api.check_code(status, "cuModuleGetFunction(" + lowered_name + ")");
         }
         int static_bytes = 0;
         if (CUresult status = api.function_get_attribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, function);

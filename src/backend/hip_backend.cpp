@@ -46,6 +46,7 @@ struct Hiprtc {
     using program_type = hiprtcProgram;
     using result_type = hiprtcResult;
     static constexpr hiprtcResult success = HIPRTC_SUCCESS;
+    static constexpr hiprtcResult compilation_error = HIPRTC_ERROR_COMPILATION;
     static constexpr const char* prefix = "hiprtc";
     static constexpr const char* destroy_call = "hiprtcDestroyProgram";
 
@@ -152,6 +153,23 @@ struct HipRuntime {
 
     void check(hipError_t status, const std::string& what) const {
         if (status != hipSuccess) throw std::runtime_error(what + ": " + error_string(status));
+    }
+
+    // For the calls that load a module and find its kernel: the statuses that judge the
+    // code itself throw CodeRejected, any other (out of memory, the device) as check does.
+    void check_code(hipError_t status, const std::string& what) const {
+        switch (status) {
+            case hipSuccess:
+                return;
+            case hipErrorInvalidImage:
+            case hipErrorNoBinaryForGpu:
+            case hipErrorInvalidKernelFile:
+            case hipErrorSharedObjectInitFailed:
+            case hipErrorNotFound:  // no kernel of that name
+                throw CodeRejected(what + ": " + error_string(status));
+            default:
+                check(status, what);
+        }
     }
 };
 
@@ -273,11 +291,11 @@ public:
         if (!api.error.empty()) throw std::runtime_error(api.error);
         api.check(api.set_device(device), "hipSetDevice");
         hipModule_t module;
-        api.check(api.module_load(&module, code.data()), "hipModuleLoadData");
+        api.check_code(api.module_load(&module, code.data()), "hipModuleLoadData");
         hipFunction_t function;
         if (hipError_t status = api.module_function(&function, module, lowered_name.c_str()); status != hipSuccess) {
             (void)api.module_unload(module);
-            api.check(status, "hipModuleGetFunction(" + lowered_name + ")");
+            api.check_code(status, "hipModuleGetFunction(" + lowered_name + ")");
         }
         return std::make_unique<HipKernel>(device, module, function);
     }

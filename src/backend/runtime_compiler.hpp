@@ -5,6 +5,7 @@
 //
 // An Api (Nvrtc, Hiprtc) has:
 //   program_type, result_type, success        the library's handle, status type and success
+//   compilation_error                         the status of a source the compiler refused
 //   prefix, destroy_call                      "nvrtc" or "hiprtc", and "nvrtcDestroyProgram"
 //                                             or "hiprtcDestroyProgram", for messages
 //   create, destroy, compile, log_size, log, add_name, lowered_name, error_string
@@ -51,7 +52,8 @@ private:
 };
 
 // Compiles request.source with `options` and then request.options. The log is kept on
-// success too (ptxas's register report is read from it); a failure says which call failed.
+// success too (ptxas's register report is read from it); a failure says which call failed,
+// and whether the compiler rejected the source (CompileResult::rejected).
 template <class Api>
 CompileResult compile_program(const Api& api, const CompileRequest& request, std::vector<std::string> options) {
     CompileResult result;
@@ -60,12 +62,17 @@ CompileResult compile_program(const Api& api, const CompileRequest& request, std
         return result;
     }
     const std::string prefix = Api::prefix;
+    // Appends the failed call and its status to the log; true if the call failed.
+    const auto failed = [&](typename Api::result_type status, const std::string& call) {
+        if (status == Api::success) return false;
+        result.log = prefix + call + ": " + api.error_string(status) + (result.log.empty() ? "" : "\n" + result.log);
+        return true;
+    };
     RuntimeProgram<Api> program(api, request);
-    if (program.created() != Api::success) {
-        result.log = prefix + "CreateProgram: " + api.error_string(program.created());
-        return result;
-    }
-    for (const auto& expression : request.name_expressions) api.add_name(program.get(), expression.c_str());
+    if (failed(program.created(), "CreateProgram")) return result;
+    for (const auto& expression : request.name_expressions)
+        if (failed(api.add_name(program.get(), expression.c_str()), "AddNameExpression(" + expression + ")"))
+            return result;
 
     options.insert(options.end(), request.options.begin(), request.options.end());
     std::vector<const char*> option_pointers;
@@ -73,27 +80,34 @@ CompileResult compile_program(const Api& api, const CompileRequest& request, std
     const auto status = api.compile(program.get(), static_cast<int>(option_pointers.size()), option_pointers.data());
 
     std::size_t log_size = 0;
-    api.log_size(program.get(), &log_size);
-    result.log.resize(log_size);
-    if (log_size) api.log(program.get(), result.log.data());
+    if (api.log_size(program.get(), &log_size) == Api::success && log_size) {
+        result.log.resize(log_size);
+        if (api.log(program.get(), result.log.data()) != Api::success) result.log.clear();
+    }
     while (!result.log.empty() && (result.log.back() == '\0' || result.log.back() == '\n')) result.log.pop_back();
-    if (status != Api::success) {
-        result.log = prefix + "CompileProgram: " + api.error_string(status) + "\n" + result.log;
+    if (failed(status, "CompileProgram")) {
+        result.rejected = status == Api::compilation_error;
         return result;
     }
     for (const auto& expression : request.name_expressions) {
         const char* lowered = nullptr;
         if (api.lowered_name(program.get(), expression.c_str(), &lowered) != Api::success || !lowered || !*lowered) {
+            // The source compiled but has no such kernel: the template's fault, every time.
             result.log += "\nno lowered name for " + expression;
+            result.rejected = true;
             return result;
         }
         result.lowered_names.emplace_back(lowered);
     }
     std::size_t size = 0;
-    api.code_size(program.get(), &size);
+    if (failed(api.code_size(program.get(), &size), "GetCodeSize")) return result;
     result.code.resize(size);
-    api.code(program.get(), reinterpret_cast<char*>(result.code.data()));
-    result.ok = size > 0;
+    if (size == 0 || failed(api.code(program.get(), reinterpret_cast<char*>(result.code.data())), "GetCode")) {
+        if (size == 0) result.log += "\nthe compiler returned no code";
+        result.code.clear();
+        return result;
+    }
+    result.ok = true;
     return result;
 }
 

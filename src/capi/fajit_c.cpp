@@ -89,7 +89,7 @@ fajit_status fajit_warm(fajit_runtime* runtime, const char* const* specs, size_t
             try {
                 target.prepare(*parsed.spec);
             } catch (const fajit::CompileError& error) {
-                throw fajit::CompileError(index + ": " + error.what(), error.log());
+                throw fajit::CompileError(index + ": " + error.what(), error.log(), error.rejected());
             }
         }
     });

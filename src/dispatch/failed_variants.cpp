@@ -37,7 +37,7 @@ void FailedVariants::record(const KernelSpec& spec, const std::string& compiler,
     const std::string text = to_string(spec);
     const cache::Key key = key_of(text, compiler);
     in_memory_[key.hex()] = failure;
-    if (disk_failed_) return;
+    if (disk_failed_ || !failure.verdict) return;
     // spec and family are what fa-jit ls shows and filters on, as for entries.
     const nlohmann::json details = {
         {"spec", text},         {"family", spec.family}, {"compiler", compiler},

@@ -3,7 +3,8 @@
 // goes straight to the fallback instead of failing again. Each failure is kept in memory
 // and as a failure record in the disk cache (cache/FORMAT.md), keyed by a hash of the spec,
 // the compiler identity and the library version: a new compiler or a new fa-jit tries the
-// variant afresh. `fa-jit clear` forgets them all.
+// variant afresh. `fa-jit clear` forgets them all. Only a verdict on the code goes to disk:
+// a failure for another reason (the compiler out of memory) is this process's alone.
 #include <map>
 #include <optional>
 #include <string>
@@ -17,6 +18,9 @@ namespace fajit {
 struct VariantFailure {
     ErrorKind kind = ErrorKind::compile_failed;  // compile_failed or load_failed
     std::string summary;                         // the variant and the first lines of the log
+    // The compiler or loader judged the code, which another process would repeat; false:
+    // it failed for a reason that may pass, so the record stays in memory.
+    bool verdict = true;
 };
 
 class FailedVariants {

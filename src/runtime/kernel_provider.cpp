@@ -72,7 +72,7 @@ CompiledKernel KernelProvider::get(const KernelSpec& spec) {
         const auto start = std::chrono::steady_clock::now();
         CompileResult result = backend.compile(request);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (!result.ok) throw CompileError("compiling " + to_string(spec) + " failed", result.log);
+        if (!result.ok) throw CompileError("compiling " + to_string(spec) + " failed", result.log, result.rejected);
         compiled_now = true;
         spdlog::info("compiled {} in {:.2f} s", to_string(spec), seconds);
         // The dispatcher's tiles spill nowhere (the compile suites check it); a pinned tile

@@ -146,8 +146,9 @@ struct Runtime::State {
                       options.max_loaded_kernels);
     }
 
-    // Compiles (or finds) spec and loads it on the device. Throws CompileError, or Error
-    // with load_failed when the loader rejects even a fresh compile.
+    // Compiles (or finds) spec and loads it on the device. Throws CompileError, Error with
+    // load_failed when the loader rejects even a fresh compile, or std::runtime_error when
+    // loading failed for another reason.
     LoadedKernel& load(int ordinal, const KernelSpec& spec) {
         const Backend& backend = *running_backend().backend;
         CompiledKernel kernel = provider.get(spec);
@@ -158,7 +159,7 @@ struct Runtime::State {
         std::unique_ptr<LoadedKernel> module;
         try {
             module = backend.load(ordinal, kernel.code, kernel.lowered_name);
-        } catch (const std::runtime_error& rejected) {
+        } catch (const CodeRejected& rejected) {
             // The entry passed its checksum yet the loader refused it (say, a driver
             // update): compile it afresh once rather than failing forever.
             spdlog::warn("{}; recompiling {}", rejected.what(), to_string(spec));
@@ -166,10 +167,12 @@ struct Runtime::State {
             kernel = provider.get(spec);
             try {
                 module = backend.load(ordinal, kernel.code, kernel.lowered_name);
-            } catch (const std::runtime_error& again) {
+            } catch (const CodeRejected& again) {
                 throw Error(ErrorKind::load_failed, "loading " + to_string(spec) + " failed: " + again.what());
             }
         }
+        // Any other failure (out of memory, the device's context) leaves the cache entry
+        // alone and reaches the caller; the next call loads again.
         return *loaded.insert({ordinal, kernel.key}, std::move(module));
     }
 
@@ -186,12 +189,14 @@ struct Runtime::State {
                 return &load(ordinal, spec);
             } catch (const CompileError& error) {
                 spdlog::debug("{}\n{}", error.what(), error.log());
-                failure = VariantFailure{ErrorKind::compile_failed, summarize(error.what(), error.log())};
+                failure = VariantFailure{ErrorKind::compile_failed, summarize(error.what(), error.log()),
+                                         error.rejected()};
             } catch (const Error& error) {
                 if (error.kind() != ErrorKind::load_failed) throw;
                 failure = VariantFailure{ErrorKind::load_failed, error.what()};
             }
             failed.record(spec, compiler, *failure);
+            if (!failure->verdict) failure->summary += " (for this process only: not a verdict on the source)";
         }
         if (options.strict)
             throw Error(failure->kind, "FAJIT_STRICT=1 refuses the fallback to " + std::string(fallback_family().name) +

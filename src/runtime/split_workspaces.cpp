@@ -39,11 +39,14 @@ SplitWorkspace SplitWorkspaces::grow(const Backend& backend, int device, void* s
     const std::size_t arrival_bytes = plan.arrival_counters * sizeof(unsigned int);
     if (!buffers.arrivals || buffers.arrivals->size() < arrival_bytes) {
         const std::size_t bytes = grown(buffers.arrivals ? buffers.arrivals->size() : 0, arrival_bytes);
-        if (buffers.arrivals) retired_.push_back(std::move(buffers.arrivals));
-        buffers.arrivals = std::make_unique<DeviceBuffer>(backend, device, bytes);
-        buffers.arrivals->fill(0);
+        auto zeroed = std::make_unique<DeviceBuffer>(backend, device, bytes);
+        zeroed->fill(0);
         // The fill is ordered with the default stream only; the launch may be on another.
         backend.synchronize(device);
+        // Kept only once zeroed: a buffer whose fill failed would look big enough to the next
+        // call, which would launch on whatever its counters held.
+        if (buffers.arrivals) retired_.push_back(std::move(buffers.arrivals));
+        buffers.arrivals = std::move(zeroed);
     }
     workspace.partials = static_cast<float*>(buffers.partials->get());
     workspace.arrivals = static_cast<unsigned int*>(buffers.arrivals->get());

@@ -111,10 +111,28 @@ TEST_CASE("a compile error returns the compiler's log, naming the call that fail
         request.arch = arch;
         const auto result = backend->compile(request);
         CHECK_FALSE(result.ok);
+        CHECK(result.rejected);  // a verdict on the source, which the runtime records
         CHECK(result.code.empty());
         const std::size_t compiler_says = result.log.find("this_is_not_declared");
         CHECK_MESSAGE(compiler_says != std::string::npos, result.log);
         // The failed call is named first, then the compiler's own log.
         CHECK_MESSAGE(result.log.find("CompileProgram: ") < compiler_says, result.log);
+    }
+}
+
+TEST_CASE("a source without the kernel asked for is rejected, with no code") {
+    for (const std::string arch : {"gfx1151", "sm_90a"}) {
+        const Backend* backend = compiler_for(arch);
+        if (!backend) continue;
+        CompileRequest request;
+        request.source = "__global__ void present() {}";
+        request.program_name = "missing.cu";
+        request.name_expressions = {"absent"};
+        request.arch = arch;
+        const auto result = backend->compile(request);
+        CHECK_FALSE(result.ok);
+        CHECK_MESSAGE(result.rejected, result.log);
+        CHECK(result.code.empty());
+        CHECK_MESSAGE(result.log.find("absent") != std::string::npos, result.log);
     }
 }

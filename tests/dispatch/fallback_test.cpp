@@ -189,6 +189,45 @@ TEST_CASE("a variant the loader rejects falls back too, after one fresh compile"
     CHECK(warnings.last().find("loading family=wmma-gfx11") != std::string::npos);
 }
 
+TEST_CASE("a load that fails for another reason than the code fails the call and keeps the entry; the next call loads") {
+    TemporaryDirectory cache;
+    FakeBackendConfig config = gfx1151();
+    config.out_of_memory_loads = 1;
+    FakeRuntime fake(config, cached_in(cache.path));
+    CHECK_THROWS_WITH_AS(fake.runtime->attention(args_for(2048), nullptr),
+                         doctest::Contains("the fake loader is out of memory"), std::runtime_error);
+    CHECK(fake.counters->launches == 0);
+    CHECK(fake.counters->compiles == 1);  // the entry was kept, not compiled again
+    CHECK(failure_records_in(cache.path).empty());
+
+    fake.runtime->attention(args_for(2048), nullptr);
+    CHECK(fake.runtime->select(args_for(2048)).family == "wmma-gfx11");
+    CHECK(fake.counters->compiles == 1);
+    CHECK(fake.counters->loads == 2);
+    CHECK(fake.counters->launches == 1);
+}
+
+TEST_CASE("a compile that fails for another reason than the source falls back in this process only") {
+    TemporaryDirectory cache;
+    {
+        CapturedWarnings warnings;
+        FakeBackendConfig config = gfx1151();
+        config.out_of_memory_compiles = {"wmma-gfx11"};
+        FakeRuntime first(config, cached_in(cache.path));
+        first.runtime->attention(args_for(2048), nullptr);
+        first.runtime->attention(args_for(2048), nullptr);
+        CHECK(first.runtime->select(args_for(2048)).family == "scalar");
+        CHECK(first.counters->compiles == 2);  // the variant once, scalar once
+        REQUIRE(warnings.count() == 1);
+        CHECK(warnings.last().find("out of memory") != std::string::npos);
+        CHECK(warnings.last().find("for this process only") != std::string::npos);
+    }
+    CHECK(failure_records_in(cache.path).empty());
+    FakeRuntime second(gfx1151(), cached_in(cache.path));
+    second.runtime->attention(args_for(2048), nullptr);
+    CHECK(second.runtime->select(args_for(2048)).family == "wmma-gfx11");
+}
+
 TEST_CASE("FAJIT_STRICT turns each kind of fallback into an error, but not FAJIT_FORCE_FALLBACK") {
     Options strict = memory_only();
     strict.strict = true;

@@ -67,6 +67,11 @@ public:
             result.log = request.program_name +
                          ":1:1: error: the fake compiler refuses this family\n"
                          "second line of the log\n";
+            result.rejected = true;
+            return result;
+        }
+        if (contains_any(request.program_name, config_.out_of_memory_compiles)) {
+            result.log = "fakertcCompileProgram: out of memory";
             return result;
         }
         result.ok = true;
@@ -86,7 +91,8 @@ public:
                                        const std::string& lowered_name) const override {
         counters_->loads.fetch_add(1);
         if (contains_any(lowered_name, config_.failing_loads))
-            throw std::runtime_error("the fake loader refuses " + lowered_name);
+            throw CodeRejected("the fake loader refuses " + lowered_name);
+        if (out_of_memory_loads_left_.fetch_sub(1) > 0) throw std::runtime_error("the fake loader is out of memory");
         return std::make_unique<FakeKernel>(counters_);
     }
 
@@ -110,6 +116,7 @@ public:
     }
     void fill(int device, void* destination, unsigned char byte, std::size_t bytes) const override {
         require_device(device);
+        if (counters_->fills.fetch_add(1) < config_.failing_fills) throw std::runtime_error("the fake fill failed");
         std::memset(destination, byte, bytes);
     }
     std::unique_ptr<DeviceEvent> create_event(int) const override { return std::make_unique<FakeEvent>(); }
@@ -130,6 +137,7 @@ private:
     }
 
     FakeBackendConfig config_;
+    mutable std::atomic<int> out_of_memory_loads_left_{config_.out_of_memory_loads};
     std::shared_ptr<FakeBackendCounters> counters_;
 };
 

@@ -19,6 +19,7 @@ struct FakeBackendCounters {
     std::atomic<long long> launches{0};
     std::atomic<int> unloads{0};      // kernels destroyed
     std::atomic<int> tensor_maps{0};  // maps encoded
+    std::atomic<int> fills{0};        // fill calls, failed ones included
     // With record_arguments, the argument bytes (KernelArguments) and shape of the latest
     // launch, for tests that read them; off, a launch only counts (the dispatch benchmark
     // times it).
@@ -32,10 +33,15 @@ struct FakeBackendConfig {
     std::string arch = "sm_90a";  // what its one device reports
     int device_count = 1;         // 0: the runtime finds no device
     // A compile or load fails when the program name (fajit_<family>.cu) or the kernel name
-    // contains one of these.
+    // contains one of these: the compiler or loader rejects the code.
     std::vector<std::string> failing_compiles;
     std::vector<std::string> failing_loads;
+    // Failures that say nothing about the code: compiles of these programs run out of
+    // memory, and so do the next out_of_memory_loads loads.
+    std::vector<std::string> out_of_memory_compiles;
+    int out_of_memory_loads = 0;
     bool failing_releases = false;  // release frees the memory, then reports a failure
+    int failing_fills = 0;          // the first this many fills write nothing and fail
     // Whether it encodes tensor maps; an encoded map holds the TensorMapRequest's bytes.
     bool tensor_maps = true;
 };
