@@ -7,8 +7,9 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "python"))
 
 
-def require(*modules):
-    """Imports torch and `modules`, or exits 0 saying which is missing; returns torch."""
+def require(*modules, cuda=True):
+    """Imports torch and `modules`, or exits 0 saying which is missing (or the CUDA device,
+    unless cuda is False); returns torch."""
     try:
         torch = importlib.import_module("torch")
         for module in modules:
@@ -16,7 +17,7 @@ def require(*modules):
     except ImportError as error:
         print(f"skipped: {error}")
         sys.exit(0)
-    if not torch.cuda.is_available():
+    if cuda and not torch.cuda.is_available():
         print("skipped: PyTorch sees no CUDA device")
         sys.exit(0)
     return torch

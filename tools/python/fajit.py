@@ -128,7 +128,9 @@ def _value_head_dim(q, v):
 
 
 def _device_of(tensors, what):
-    """The CUDA device index all of tensors are on (get_device: an int, where .device builds an object)."""
+    """The CUDA device index all of tensors (None: not given) are on (get_device: an int, where
+    .device builds an object). Checked after the shapes, so those are checked on any device."""
+    tensors = [t for t in tensors if t is not None]
     index = tensors[0].get_device()
     if index < 0 or any(t.get_device() != index for t in tensors[1:]):
         raise ValueError(f"{what} must be on one CUDA device")
@@ -142,6 +144,27 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 def _current_stream(device):
     return _raw_stream(device) if _raw_stream else torch.cuda.current_stream(device).cuda_stream
+
+
+def _require_shape(name, tensor, shape, meaning):
+    """The library sees pointers and sizes only: a tensor smaller than the sizes say would be
+    read or written past its end, so each is checked against the sizes q sets."""
+    if tuple(tensor.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {tuple(tensor.shape)}: expected {tuple(shape)}, {meaning}")
+
+
+def _require_rows(name, tensor, rank, layout):
+    """rank dimensions, the last (the head dimension) contiguous."""
+    if tensor.dim() != rank or tensor.stride(-1) != 1:
+        raise ValueError(f"{name} must be {layout} with a contiguous head dimension, got shape "
+                         f"{tuple(tensor.shape)} and strides {tensor.stride()}")
+
+
+def _require_index(name, tensor, shape, meaning):
+    """An index tensor: contiguous int32 of the given shape."""
+    if tensor.dtype != torch.int32 or not tensor.is_contiguous():
+        raise ValueError(f"{name} must be a contiguous int32 tensor {meaning}")
+    _require_shape(name, tensor, shape, meaning)
 
 
 def _strides_of(tensor, name):
@@ -189,10 +212,8 @@ class Runtime:
             raise FajitError(self._lib.fajit_status_name(status).decode(), self._lib.fajit_last_error().decode())
 
     def _args(self, q, k, v, out, lse, causal, scale):
-        device = _device_of((q, k, v, out), "q, k, v and out")
         if causal not in CAUSAL_MODES:
             raise ValueError(f"causal={causal!r}: expected one of {list(CAUSAL_MODES)}")
-        batch, heads_q, len_q, head_dim = q.shape
         args = _AttentionArgs()
         args.struct_size = ctypes.sizeof(_AttentionArgs)
         _set_dtypes(args, q, k, v, out)
@@ -201,6 +222,11 @@ class Runtime:
         args.k_strides = _strides_of(k, "k")
         args.v_strides = _strides_of(v, "v")
         args.o_strides = _strides_of(out, "out")
+        batch, heads_q, len_q, head_dim = q.shape
+        heads_kv, len_k, value_dim = k.shape[1], k.shape[2], v.shape[3]
+        _require_shape("k", k, (batch, heads_kv, len_k, head_dim), "[batch, heads_kv, len_k, head_dim] as q's")
+        _require_shape("v", v, (batch, heads_kv, len_k, value_dim), "[batch, heads_kv, len_k, head_dim_v] as k's")
+        _require_shape("out", out, (batch, heads_q, len_q, value_dim), "[batch, heads_q, len_q, head_dim_v]")
         if lse is not None:
             if lse.dtype != torch.float32 or not lse.is_contiguous():
                 raise ValueError("lse must be a contiguous float32 tensor [batch, heads_q, len_q]")
@@ -208,24 +234,23 @@ class Runtime:
             args.lse_batch, args.lse_heads, args.lse_length = lse.shape
         args.batch, args.heads_q, args.len_q, args.head_dim = batch, heads_q, len_q, head_dim
         args.head_dim_v = _value_head_dim(q, v)
-        args.heads_kv, args.len_k = k.shape[1], k.shape[2]
+        args.heads_kv, args.len_k = heads_kv, len_k
         args.causal = CAUSAL_MODES[causal]
         args.scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
-        args.device = device
+        args.device = _device_of((q, k, v, out, lse), "q, k, v, out and lse")
         return args
 
-    def _packed_args(self, q, k, v, out, lse, causal, scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k, indices):
-        """Arguments of a batched call: q, out [total_q, heads_q, d]; the caller sets k and v's layout.
-        indices: the caller's other index tensors, which must be on q's device too."""
-        device = _device_of((q, k, v, out, cu_seqlens_q) + indices, "q, k, v, out and the index tensors")
+    def _packed_args(self, q, k, v, out, lse, causal, scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k):
+        """Arguments of a batched call: q, out [total_q, heads_q, d]; the caller checks and sets k
+        and v's layout, then the device of every tensor."""
         if causal not in CAUSAL_MODES:
             raise ValueError(f"causal={causal!r}: expected one of {list(CAUSAL_MODES)}")
-        for name, tensor in (("q", q), ("out", out)):
-            if tensor.dim() != 3 or tensor.stride(2) != 1:
-                raise ValueError(f"{name} must be [total_q, heads_q, head_dim] with a contiguous head dimension")
-        if cu_seqlens_q.dtype != torch.int32 or not cu_seqlens_q.is_contiguous():
-            raise ValueError("cu_seqlens_q must be a contiguous int32 tensor [batch + 1]")
+        _require_rows("q", q, 3, "[total_q, heads_q, head_dim]")
+        _require_rows("out", out, 3, "[total_q, heads_q, head_dim_v]")
         total_q, heads_q, head_dim = q.shape
+        _require_shape("out", out, (total_q, heads_q, v.shape[-1]), "[total_q, heads_q, head_dim_v] as q's")
+        # One dimension of at least two offsets: [batch + 1] with batch >= 1.
+        _require_index("cu_seqlens_q", cu_seqlens_q, (max(2, cu_seqlens_q.numel()),), "[batch + 1], batch >= 1")
         args = _AttentionArgs()
         args.struct_size = ctypes.sizeof(_AttentionArgs)
         _set_dtypes(args, q, k, v, out)
@@ -244,17 +269,19 @@ class Runtime:
         args.cu_seqlens_q, args.total_q = cu_seqlens_q.data_ptr(), total_q
         args.causal = CAUSAL_MODES[causal]
         args.scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
-        args.device = device
         return args
 
     def attention_varlen(self, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal="none",
                          scale=None, out=None, lse=None, window=None, softcap=0.0, sinks=None, descale=None):
         """q [total_q, heads_q, d]; k, v [total_k, heads_kv, d]; int32 cumulative offsets [batch + 1]."""
         out = output_like(q, v) if out is None else out
-        args = self._packed_args(q, k, v, out, lse, causal, scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k,
-                                 (cu_seqlens_k,))
-        if cu_seqlens_k.dtype != torch.int32 or not cu_seqlens_k.is_contiguous():
-            raise ValueError("cu_seqlens_k must be a contiguous int32 tensor [batch + 1]")
+        args = self._packed_args(q, k, v, out, lse, causal, scale, cu_seqlens_q, max_seqlen_q, max_seqlen_k)
+        _require_index("cu_seqlens_k", cu_seqlens_k, (args.batch + 1,), "[batch + 1] as cu_seqlens_q")
+        _require_rows("k", k, 3, "[total_k, heads_kv, head_dim]")
+        _require_rows("v", v, 3, "[total_k, heads_kv, head_dim_v]")
+        _require_shape("k", k, k.shape[:2] + (args.head_dim,), "[total_k, heads_kv, head_dim] as q's")
+        _require_shape("v", v, k.shape[:2] + (v.shape[2],), "[total_k, heads_kv, head_dim_v] as k's")
+        args.device = _device_of((q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k), "q, k, v, out, lse and the offsets")
         args.kv_layout = KV_RAGGED
         args.k, args.v = k.data_ptr(), v.data_ptr()
         args.heads_kv = k.shape[1]
@@ -271,13 +298,21 @@ class Runtime:
         """q [total_q, heads_q, d]; caches [pages, page_size, heads_kv, d] (heads_first: heads before slots)."""
         out = output_like(q, v_cache) if out is None else out
         slot, head = (2, 1) if heads_first else (1, 2)
+        layout = "[pages, heads_kv, page_size, head_dim]" if heads_first else "[pages, page_size, heads_kv, head_dim]"
+        _require_rows("k_cache", k_cache, 4, layout)
+        _require_rows("v_cache", v_cache, 4, layout)
+        _require_shape("k_cache", k_cache, k_cache.shape[:3] + (q.shape[-1],), f"{layout} with q's head dim")
+        _require_shape("v_cache", v_cache, k_cache.shape[:3] + (v_cache.shape[3],), f"{layout} as k_cache's")
+        if block_table.dim() != 2:
+            raise ValueError(f"block_table has shape {tuple(block_table.shape)}: expected [batch, max_pages_per_seq]")
         page_size = k_cache.shape[slot]
         max_pages = block_table.shape[1]
         args = self._packed_args(q, k_cache, v_cache, out, lse, causal, scale, cu_seqlens_q, max_seqlen_q,
-                                 max_seqlen_k or max_pages * page_size, (block_table, kv_lens))
-        for name, tensor in (("block_table", block_table), ("kv_lens", kv_lens)):
-            if tensor.dtype != torch.int32 or not tensor.is_contiguous():
-                raise ValueError(f"{name} must be a contiguous int32 tensor")
+                                 max_seqlen_k or max_pages * page_size)
+        _require_index("block_table", block_table, (args.batch, max_pages), "[batch, max_pages_per_seq]")
+        _require_index("kv_lens", kv_lens, (args.batch,), "[batch]")
+        args.device = _device_of((q, k_cache, v_cache, out, lse, cu_seqlens_q, block_table, kv_lens),
+                                 "q, the caches, out, lse and the index tensors")
         args.kv_layout = KV_PAGED
         args.k, args.v = k_cache.data_ptr(), v_cache.data_ptr()
         args.heads_kv = k_cache.shape[head]
@@ -305,6 +340,9 @@ class Runtime:
             for f in factors:
                 if f.dtype != torch.float32 or not f.is_contiguous() or f.dim() != 1 or f.get_device() != args.device:
                     raise ValueError("descale factors must be contiguous float32 tensors [heads_kv] or [1] on q's device")
+            if any(f.numel() != factors[0].numel() for f in factors):
+                raise ValueError(f"descale factors must all have one element per KV head or all one, got "
+                                 f"{[f.numel() for f in factors]}")
             if factors:
                 args.descale_heads = factors[0].numel()
                 args.q_descale, args.k_descale, args.v_descale = (0 if f is None else f.data_ptr() for f in descale)
@@ -324,8 +362,8 @@ class Runtime:
     def selected_variant(self, q, k, v, causal="none", scale=None, window=None, softcap=0.0, sinks=None,
                          descale=None):
         """The canonical spec fa-jit runs for these tensors (after any fallback)."""
-        # Only out's strides and dtype are read.
-        out = q if v.shape[-1] == q.shape[-1] and q.dtype != FP8 else output_like(q, v)
+        # Only out's strides and dtype are read, but they are checked as a call's would be.
+        out = output_like(q, v)
         args = self._set_features(self._args(q, k, v, out, None, causal, scale), window, softcap, sinks, descale)
         buffer = ctypes.create_string_buffer(512)
         self._check(self._lib.fajit_selected_variant(self._handle, ctypes.byref(args), buffer, len(buffer)))
