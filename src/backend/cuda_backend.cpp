@@ -110,6 +110,7 @@ struct Driver {
     decltype(&cuDeviceGetName) device_name = nullptr;
     decltype(&cuDevicePrimaryCtxRetain) retain_primary = nullptr;
     decltype(&cuCtxSetCurrent) set_current = nullptr;
+    decltype(&cuCtxGetCurrent) get_current = nullptr;
     decltype(&cuModuleLoadData) module_load = nullptr;
     decltype(&cuModuleUnload) module_unload = nullptr;
     decltype(&cuModuleGetFunction) module_function = nullptr;
@@ -144,7 +145,8 @@ struct Driver {
             library.bind(init, "cuInit") && library.bind(device_count, "cuDeviceGetCount") &&
             library.bind(device_get, "cuDeviceGet") && library.bind(attribute, "cuDeviceGetAttribute") &&
             library.bind(device_name, "cuDeviceGetName") && library.bind(retain_primary, "cuDevicePrimaryCtxRetain") &&
-            library.bind(set_current, "cuCtxSetCurrent") && library.bind(module_load, "cuModuleLoadData") &&
+            library.bind(set_current, "cuCtxSetCurrent") && library.bind(get_current, "cuCtxGetCurrent") &&
+            library.bind(module_load, "cuModuleLoadData") &&
             library.bind(module_unload, "cuModuleUnload") && library.bind(module_function, "cuModuleGetFunction") &&
             library.bind(function_attribute, "cuFuncSetAttribute") &&
             library.bind(function_get_attribute, "cuFuncGetAttribute") && library.bind(launch, "cuLaunchKernel") &&
@@ -234,8 +236,9 @@ void log_failed_release(const char* call, CUresult status) noexcept {
 
 class CudaKernel final : public LoadedKernel {
 public:
-    CudaKernel(int device, CUmodule module, CUfunction function, unsigned static_bytes)
-        : device_(device), module_(module), function_(function), static_bytes_(static_bytes) {}
+    // context: the device's primary context, which holds the module.
+    CudaKernel(int device, CUcontext context, CUmodule module, CUfunction function, unsigned static_bytes)
+        : device_(device), context_(context), module_(module), function_(function), static_bytes_(static_bytes) {}
     // cuModuleUnload acts on the current context, so the device's is made current first.
     ~CudaKernel() override {
         const Driver& api = driver();
@@ -246,8 +249,28 @@ public:
     CudaKernel(const CudaKernel&) = delete;
     CudaKernel& operator=(const CudaKernel&) = delete;
 
+    // A launch runs in the calling thread's current context, which may be none (a thread
+    // that never used CUDA: an engine's worker) or another one; the module lives in its
+    // device's primary context, so that is current for the launch and the caller's after.
+    // Comparing first keeps the usual case (the caller's is ours) to one driver call.
     std::string launch(const LaunchShape& shape, const void* argument, std::size_t argument_bytes,
                        void* stream) override {
+        const Driver& api = driver();
+        CUcontext caller = nullptr;
+        if (CUresult status = api.get_current(&caller); status != CUDA_SUCCESS)
+            return "cuCtxGetCurrent: " + api.describe(status);
+        if (caller == context_) return launch_in_context(shape, argument, argument_bytes, stream);
+        if (CUresult status = api.set_current(context_); status != CUDA_SUCCESS)
+            return "cuCtxSetCurrent: " + api.describe(status);
+        std::string error = launch_in_context(shape, argument, argument_bytes, stream);
+        if (CUresult status = api.set_current(caller); status != CUDA_SUCCESS && error.empty())
+            error = "restoring the caller's context: " + api.describe(status);
+        return error;
+    }
+
+private:
+    std::string launch_in_context(const LaunchShape& shape, const void* argument, std::size_t argument_bytes,
+                                  void* stream) {
         const Driver& api = driver();
         // Past 48 KiB of static and dynamic shared memory together, a block needs the
         // opt-in: a kernel's static arrays (an emulation's scratch) count too. It is set
@@ -290,8 +313,8 @@ public:
         return status == CUDA_SUCCESS ? std::string{} : "cuLaunchKernel: " + api.describe(status);
     }
 
-private:
     int device_;
+    CUcontext context_;
     CUmodule module_;
     CUfunction function_;
     unsigned static_bytes_;                    // the kernel's static shared memory
@@ -379,6 +402,8 @@ public:
         const Driver& api = driver();
         if (!api.error.empty()) throw std::runtime_error(api.error);
         api.make_current(device);
+        CUcontext context = nullptr;
+        api.check(api.get_current(&context), "cuCtxGetCurrent");
         CUmodule module;
         api.check_code(api.module_load(&module, code.data()), "cuModuleLoadData");
         CUfunction function;
@@ -392,7 +417,7 @@ public:
             api.module_unload(module);
             api.check(status, "cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)");
         }
-        return std::make_unique<CudaKernel>(device, module, function, static_cast<unsigned>(static_bytes));
+        return std::make_unique<CudaKernel>(device, context, module, function, static_cast<unsigned>(static_bytes));
     }
 
     void* allocate(int device, std::size_t bytes) const override {
