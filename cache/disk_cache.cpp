@@ -217,7 +217,16 @@ Entry DiskCache::produce_through_disk(std::string_view arch, const Key& key, con
     // Only one process per machine gets here for a key (the lock above), so the store sees
     // one request per machine.
     const auto compile = [&] { return timed_produce(produce); };
-    Entry entry = remote_ ? remote_->fetch_or_produce(arch, key, required_metadata, compile) : compile();
+    Entry entry;
+    if (!remote_) {
+        entry = compile();
+    } else if (was_evicted(arch, key)) {
+        // The store's copy may be the entry that was unusable: produce, and replace it.
+        entry = compile();
+        remote_->push(arch, key, entry);
+    } else {
+        entry = remote_->fetch_or_produce(arch, key, required_metadata, compile);
+    }
     publish(arch, key, entry);
     return entry;
 }
@@ -240,8 +249,17 @@ Entry DiskCache::timed_produce(const std::function<Entry()>& produce) {
     return entry;
 }
 
+bool DiskCache::was_evicted(std::string_view arch, const Key& key) {
+    std::lock_guard lock(evicted_mutex_);
+    return evicted_.erase(flight_id(arch, key)) > 0;
+}
+
 void DiskCache::evict(std::string_view arch, const Key& key) {
     if (!config_.enabled) return;
+    if (remote_) {
+        std::lock_guard lock(evicted_mutex_);
+        evicted_.insert(flight_id(arch, key));
+    }
     const fs::path path = layout_.entry_path(arch, key);
     std::error_code error;
     if (fs::remove(path, error)) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <optional>
 #include <span>
 #include <stop_token>
@@ -112,6 +113,9 @@ public:
     // remote tier, or the store failed.
     bool push_to_remote(std::string_view arch, const Key& key);
     // Removes an entry that turned out unusable, e.g. a code object the GPU loader refused.
+    // With a remote tier, this instance's next request for key produces afresh instead of
+    // fetching the store's copy (where the unusable entry may have come from), and what it
+    // produces replaces that copy.
     void evict(std::string_view arch, const Key& key);
 
     // Why this instance's last attempt to store key failed (no space, read-only, not a
@@ -185,6 +189,8 @@ private:
     static void flush_at_exit(DiskCache* cache);
     static void forget_at_exit(DiskCache* cache);
     void warn_storage_problem_once(const std::string& message);
+    // Whether key was evicted since its last request; clears the mark.
+    bool was_evicted(std::string_view arch, const Key& key);
 
     DiskCacheConfig config_;
     Layout layout_;
@@ -209,6 +215,9 @@ private:
     // variants a process uses.
     mutable std::mutex store_errors_mutex_;
     std::map<std::string, std::error_code> store_errors_;
+    // Flight ids evicted as unusable whose next request must not fetch from the remote tier.
+    std::mutex evicted_mutex_;
+    std::set<std::string> evicted_;
 
     const pid_t creator_pid_;  // the process whose thread flusher_ is
     // Last, so it is the first member to go; stop_flushing() has joined it by then anyway.

@@ -128,3 +128,27 @@ TEST_CASE("with a signing key, unsigned and wrongly signed values are rejected a
     CHECK(reader.remote_rejected == tamperings.size());
     CHECK(reader.compiles == tamperings.size());
 }
+
+TEST_CASE("an entry evicted as unusable is produced afresh, not fetched again, and replaces the store's copy") {
+    TempDir dir;
+    fajit::testing::RedisServer server(dir.path() / "redis");
+    RemoteSettings settings;
+    settings.url = server.url();
+    const fs::path compile_log = dir.path() / "compiles.log";
+    const auto store = raw_store(server.url());
+    // A sound entry under the key whose code is not the seed's, as a broken producer's would be.
+    const std::string name = name_of(test_arch, "loaded");
+    store->put(name, encode_entry(compiled_entry(test_arch, "stale")));
+
+    CapturedLog log;
+    DiskCache cache(remote_config_at(dir.path() / "machine", log, settings));
+    CHECK(request(cache, compile_log, test_arch, "loaded") == compiled_entry(test_arch, "stale"));
+    CHECK(cache.session_stats().remote_hits == 1);
+    cache.evict(test_arch, key_of(seed_name(test_arch, "loaded")));
+    CHECK(request(cache, compile_log, test_arch, "loaded") == compiled_entry(test_arch, "loaded"));
+    CHECK(compiles_in(compile_log).at(seed_name(test_arch, "loaded")) == 1);
+    CHECK(cache.session_stats().remote_hits == 1);
+    const auto stored = store->get(name);
+    REQUIRE(stored);
+    CHECK(*stored == encode_entry(compiled_entry(test_arch, "loaded")));
+}
