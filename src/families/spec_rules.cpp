@@ -73,8 +73,7 @@ KernelSpec with_tile(KernelSpec spec, const Tile& tile) {
 std::string validate(const KernelSpec& spec) {
     const FamilyDescriptor* family = find_family(spec.family);
     if (!family) return field_error("family", spec.family, "expected " + family_names());
-    if (vendor_of(spec.arch) == Vendor::unknown)
-        return field_error("arch", spec.arch, "must name an AMD (gfx...) or NVIDIA (sm_...) target");
+    if (auto rule = target_name_error(spec.arch); !rule.empty()) return field_error("arch", spec.arch, rule);
     if (!std::isfinite(spec.rescale_margin) || spec.rescale_margin < 0.0f ||
         spec.rescale_margin > max_margin_f32_accumulation)
         return field_error("margin", format_float(spec.rescale_margin), "must be finite and within 0..64");

@@ -183,6 +183,19 @@ TEST_CASE("errors of use exit 1 with a message naming the field") {
         CHECK(run.exit_code == exit_usage);
         CHECK(run.err.find("arch=gfx942:") != std::string::npos);
     }
+    SUBCASE("a target name fa-jit does not compile for, before any compile (one aborted the AMD compiler)") {
+        for (const std::string arch : {"gfx9999", "gfx1151:foo+", "gfx90", "gfx942:xnack-:sramecc+", "sm_9x"}) {
+            CAPTURE(arch);
+            const CliRun run = fa_jit(with_cache({"compile", "family=scalar,d=64,dtype=f16", "--arch", arch}, cache));
+            CHECK(run.exit_code == exit_usage);
+            CHECK(run.err.find("arch=" + arch + ": ") != std::string::npos);
+        }
+        const CliRun warm =
+            fa_jit(with_cache({"warm", "--arch", "gfx1151,gfx942:sramec+", "--head-dim", "64", "-j", "2"}, cache));
+        CHECK(warm.exit_code == exit_usage);
+        CHECK(warm.err.find("arch=gfx942:sramec+: gfx942 takes the target features sramecc, xnack") !=
+              std::string::npos);
+    }
     SUBCASE("an unknown option") {
         CHECK(fa_jit({"ls", "--no-such-option"}).exit_code == exit_usage);
         CHECK(fa_jit({}).exit_code == exit_usage);

@@ -127,6 +127,42 @@ TEST_CASE("arch keeps its feature suffix whole, even with commas elsewhere") {
     CHECK_FALSE(is_gfx11("gfx1030"));
 }
 
+TEST_CASE("target names: an AMD processor of the table with the features it takes, in order; an NVIDIA sm_ number") {
+    for (const char* arch :
+         {"gfx1151", "gfx1030", "gfx900:xnack+", "gfx942:sramecc+", "gfx942:xnack-", "gfx90a:sramecc-:xnack+",
+          "gfx1010:xnack-", "sm_50", "sm_80", "sm_90a", "sm_120", "sm_100a"})
+        CHECK_MESSAGE(target_name_error(arch).empty(), arch, ": ", target_name_error(arch));
+    const std::pair<const char*, const char*> rejected[] = {
+        // Each of these aborted the process inside the AMD compiler library.
+        {"gfx9999", "not an AMD processor fa-jit compiles for; expected one of gfx900, gfx902"},
+        {"gfx90", "not an AMD processor"},
+        {"gfx803", "not an AMD processor"},
+        {"gfx1151:foo+", "gfx1151 takes no target features"},
+        {"gfx1151:xnack-", "gfx1151 takes no target features"},
+        {"gfx942:sramec+", "gfx942 takes the target features sramecc, xnack, each at most once, in that order"},
+        {"gfx942:sramecc", "gfx942 takes the target features"},
+        {"gfx942:sramecc+:", "gfx942 takes the target features"},
+        {"gfx942:sramecc+:sramecc-", "gfx942 takes the target features"},
+        {"gfx942:xnack-:sramecc+", "in that order"},
+        {"gfx900:sramecc+", "gfx900 takes the target features xnack,"},
+        {"sm_9x", "expected sm_ and a compute capability from 50"},
+        {"sm_35", "from 50"},
+        {"sm_080", "from 50"},
+        {"sm_1000", "from 50"},
+        {"sm_-90", "from 50"},
+        {"sm_80a", "architecture-specific target from sm_90 on"},
+        {"sm_90b", "from 50"},
+        {"x86", "must name an AMD (gfx...) or NVIDIA (sm_...) target"},
+    };
+    for (const auto& [arch, expected] : rejected)
+        CHECK_MESSAGE(target_name_error(arch).find(expected) != std::string::npos, arch,
+                      " gave: ", target_name_error(arch));
+    // validate() holds every spec to it, so no caller reaches a compiler with a bad name.
+    const auto parsed = parse_spec("family=scalar,d=64,dtype=f16,arch=gfx9999");
+    CHECK_FALSE(parsed.spec);
+    CHECK(parsed.error.starts_with("arch=gfx9999: not an AMD processor"));
+}
+
 TEST_CASE("invalid specs name the offending field and value") {
     const std::pair<const char*, const char*> cases[] = {
         {"family=scalar,d=12,dtype=f16,arch=gfx1151", "d=12"},
