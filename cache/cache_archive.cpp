@@ -111,6 +111,21 @@ std::map<std::string, ManifestItem> parse_manifest(std::span<const std::byte> by
     return items;
 }
 
+// Why no archive is written for a filter that selects nothing: an image built from an
+// archive of nothing would ship an empty cache without anyone noticing.
+std::string nothing_to_pack(std::size_t listed, std::uint64_t damaged, const PackFilter& filter) {
+    if (listed == 0) return "nothing to pack: the cache holds no entries; no archive was written";
+    std::string wanted;
+    if (filter.arch) wanted = "arch " + *filter.arch;
+    for (const auto& [field, value] : filter.metadata.items())
+        wanted +=
+            (wanted.empty() ? "" : ", ") + field + " " + (value.is_string() ? value.get<std::string>() : value.dump());
+    return "nothing to pack: none of the cache's " + std::to_string(listed) + " entries " +
+           (wanted.empty() ? std::string("is sound") : "matches " + wanted) +
+           (damaged ? " (" + std::to_string(damaged) + " of them damaged)" : std::string()) +
+           "; no archive was written";
+}
+
 }  // namespace
 
 PackResult pack_cache(const DiskCache& cache, const fs::path& archive_path, const PackFilter& filter) {
@@ -120,7 +135,8 @@ PackResult pack_cache(const DiskCache& cache, const fs::path& archive_path, cons
     };
     std::vector<Selected> selected;
     PackResult result;
-    for (EntryInfo& info : cache.list()) {
+    std::vector<EntryInfo> listed = cache.list();
+    for (EntryInfo& info : listed) {
         if (filter.arch && info.arch != *filter.arch) continue;
         std::error_code error;
         auto bytes = read_file(info.path, error);
@@ -133,6 +149,7 @@ PackResult pack_cache(const DiskCache& cache, const fs::path& archive_path, cons
         if (!matches(decoded.entry->metadata, filter.metadata)) continue;
         selected.push_back({std::move(info), std::move(*bytes)});
     }
+    if (selected.empty()) throw ArchiveError(nothing_to_pack(listed.size(), result.skipped_damaged, filter));
 
     nlohmann::json entries = nlohmann::json::array();
     for (const Selected& item : selected)

@@ -34,7 +34,8 @@ struct PackResult {
 };
 
 // Writes the archive under a temporary name and renames it into place, so a failed pack leaves
-// no partial file at `archive`.
+// no partial file at `archive`. Throws ArchiveError, writing nothing, when no sound entry
+// passes the filter.
 PackResult pack_cache(const DiskCache& cache, const std::filesystem::path& archive, const PackFilter& filter);
 
 struct UnpackResult {

@@ -621,6 +621,27 @@ TEST_CASE("the cache directory comes from FAJIT_CACHE_DIR when --cache-dir is ab
     CHECK(entries.size() == warmed_cache().variants);
 }
 
+TEST_CASE("ls, stats, verify, prune, clear and pack refuse a cache directory that is missing or not a directory") {
+    const fs::path missing = fresh_directory("mistyped") / "cache";
+    const fs::path file = fresh_directory("file-not-directory");
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << "not a cache\n";
+    const fs::path archive = fresh_directory("no-archive") / "kernels.tar.zst";
+    fs::create_directories(archive.parent_path());
+    for (const auto& [cache, problem] :
+         {std::pair{missing, std::string(" does not exist")}, {file, std::string(" is not a directory")}})
+        for (const std::vector<std::string>& command : std::vector<std::vector<std::string>>{
+                 {"ls"}, {"stats"}, {"verify"}, {"prune"}, {"clear"}, {"pack", archive.string()}}) {
+            CAPTURE(command.front());
+            CAPTURE(cache);
+            const CliRun run = fa_jit(with_cache(command, cache));
+            CHECK(run.exit_code == exit_usage);
+            CHECK(run.err.find("cache directory " + cache.string() + problem) != std::string::npos);
+        }
+    CHECK_FALSE(fs::exists(missing.parent_path()));
+    CHECK(fs::is_empty(archive.parent_path()));
+}
+
 TEST_CASE("devices reports every backend's view as JSON") {
     const json devices = json_of(fa_jit({"devices", "--json"}));
     CHECK(devices["devices"].is_array());
@@ -786,6 +807,25 @@ TEST_CASE("pack, then unpack into an empty directory: verify is clean and warm c
     CHECK(bad_family.err.find("--family=no-such") != std::string::npos);
 }
 
+TEST_CASE("pack writes no archive when no entry passes its filters") {
+    if (!fleet_cache_built()) return;
+    const fs::path work = fresh_directory("nothing-to-pack");
+    const fs::path empty_cache = work / "cache";
+    fs::create_directories(empty_cache);
+    const fs::path archive = work / "kernels.tar.zst";
+    const CliRun empty = fa_jit(with_cache({"pack", archive.string()}, empty_cache));
+    CHECK(empty.exit_code == exit_failed);
+    CHECK(empty.err.find("nothing to pack: the cache holds no entries; no archive was written") != std::string::npos);
+    if (warm_targets()) {
+        const CliRun unmatched = fa_jit(with_cache({"pack", archive.string(), "--arch", "foo"}, warmed_cache().root));
+        CHECK(unmatched.exit_code == exit_failed);
+        CHECK(unmatched.err.find("none of the cache's " + std::to_string(warmed_cache().variants) +
+                                 " entries matches arch foo") != std::string::npos);
+    }
+    CHECK_FALSE(fs::exists(archive));
+    CHECK(temp_files_under(work).empty());
+}
+
 TEST_CASE("a damaged archive is refused with a clear message and stores nothing") {
     if (!warm_targets() || !fleet_cache_built()) return;
     const fs::path work = fresh_directory("damaged-pack");
@@ -807,6 +847,7 @@ TEST_CASE("a damaged archive is refused with a clear message and stores nothing"
                                 damaged("not-an-archive", "just text\n")}) {
         CAPTURE(bad.filename().string());
         const fs::path image = fresh_directory("refused");
+        fs::create_directories(image);
         const CliRun run = fa_jit(with_cache({"unpack", bad.string()}, image));
         CHECK(run.exit_code == exit_failed);
         CHECK(run.err.find("refused " + bad.string()) != std::string::npos);

@@ -20,7 +20,7 @@ struct ClearOptions {
 };
 
 int run_clear(const ClearOptions& options, const CommonOptions& common) {
-    const auto disk_cache = open_disk_cache(resolve_options(common));
+    const auto disk_cache = open_existing_disk_cache(resolve_options(common));
     const cache::PruneResult result =
         disk_cache->clear(options.arch.empty() ? std::nullopt : std::optional<std::string>(options.arch));
     if (common.json)

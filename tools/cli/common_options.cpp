@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
+
 #include "exit_codes.hpp"
 #include "runtime/disk_cache_config.hpp"
 
@@ -58,6 +60,19 @@ std::unique_ptr<cache::DiskCache> open_disk_cache(const fajit::Options& options)
     cache::DiskCacheConfig config = disk_cache_config(options);
     config.enabled = true;
     return std::make_unique<cache::DiskCache>(std::move(config));
+}
+
+std::unique_ptr<cache::DiskCache> open_existing_disk_cache(const fajit::Options& options) {
+    if (!options.cache_dir.empty()) {
+        std::error_code error;
+        const auto status = std::filesystem::status(options.cache_dir, error);
+        const std::string where = "cache directory " + options.cache_dir.string();
+        if (error && error != std::errc::no_such_file_or_directory) throw UsageError(where + ": " + error.message());
+        if (!std::filesystem::exists(status))
+            throw UsageError(where + " does not exist: check --cache-dir or FAJIT_CACHE_DIR");
+        if (!std::filesystem::is_directory(status)) throw UsageError(where + " is not a directory");
+    }
+    return open_disk_cache(options);
 }
 
 }  // namespace fajit::cli

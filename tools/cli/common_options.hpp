@@ -34,4 +34,10 @@ void route_logging_to_stderr();
 // cache means it. Throws UsageError when no directory is known.
 std::unique_ptr<cache::DiskCache> open_disk_cache(const fajit::Options& options);
 
+// The same for a command that reads, cleans or packs the cache: its directory must already
+// exist, since a missing one is most likely a mistyped path, which would otherwise read as
+// an empty cache (and pack into an empty archive). Throws UsageError when it does not
+// exist or is not a directory.
+std::unique_ptr<cache::DiskCache> open_existing_disk_cache(const fajit::Options& options);
+
 }  // namespace fajit::cli

@@ -97,7 +97,7 @@ void print_failures(const std::vector<cache::EntryInfo>& failures) {
 }
 
 int run_ls(const LsOptions& options, const CommonOptions& common) {
-    const auto disk_cache = open_disk_cache(resolve_options(common));
+    const auto disk_cache = open_existing_disk_cache(resolve_options(common));
     const auto entries = selected_infos(disk_cache->list(), options);
     const auto failures = selected_infos(disk_cache->list_failures(), options);
     if (common.json) {

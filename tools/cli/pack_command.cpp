@@ -26,7 +26,7 @@ struct PackOptions {
 int run_pack(const PackOptions& options) {
     if (!options.family.empty() && !find_family(options.family))
         throw UsageError("--family=" + options.family + ": expected one of " + family_names());
-    const auto disk_cache = open_disk_cache(resolve_options(options.common));
+    const auto disk_cache = open_existing_disk_cache(resolve_options(options.common));
     cache::PackFilter filter;
     if (!options.arch.empty()) filter.arch = options.arch;
     // Every entry the library writes names its family in its metadata.

@@ -38,8 +38,10 @@ cache::PruneOptions library_prune_options(const PruneOptions& options, std::uint
 }
 
 int run_prune(const PruneOptions& options, const CommonOptions& common) {
-    const auto disk_cache = open_disk_cache(resolve_options(common));
-    const cache::PruneResult result = disk_cache->prune(library_prune_options(options, disk_cache->config().max_bytes));
+    const fajit::Options library_options = resolve_options(common);
+    const cache::PruneOptions prune = library_prune_options(options, library_options.cache_max_bytes);
+    const auto disk_cache = open_existing_disk_cache(library_options);
+    const cache::PruneResult result = disk_cache->prune(prune);
     std::uint64_t remaining_bytes = 0;
     std::size_t remaining_entries = 0;
     for (const auto& entry : disk_cache->list()) {

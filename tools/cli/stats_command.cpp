@@ -35,7 +35,7 @@ std::string percent(std::uint64_t part, std::uint64_t whole) {
 }
 
 int run_stats(const StatsOptions& options, const CommonOptions& common) {
-    const auto disk_cache = open_disk_cache(resolve_options(common));
+    const auto disk_cache = open_existing_disk_cache(resolve_options(common));
     if (options.zero) disk_cache->zero_stats();
     const cache::CacheStats counters = disk_cache->stats();
     std::map<std::string, ArchUsage> per_arch;

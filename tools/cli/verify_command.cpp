@@ -19,7 +19,7 @@ struct VerifyOptions {
 };
 
 int run_verify(const VerifyOptions& options, const CommonOptions& common) {
-    const auto disk_cache = open_disk_cache(resolve_options(common));
+    const auto disk_cache = open_existing_disk_cache(resolve_options(common));
     const std::size_t checked = disk_cache->list().size();
     const std::size_t checked_failures = disk_cache->list_failures().size();
     const auto bad_entries = disk_cache->verify(options.fix);
