@@ -325,6 +325,34 @@ TEST_CASE("warm expands presets, lists and ranges into valid variants") {
             fa_jit(with_cache({"warm", "--manifest", manifest.string(), "--arch", "gfx1151", "-n"}, cache));
         CHECK(not_boolean.exit_code == exit_usage);
         CHECK(not_boolean.err.find("window: expected true or false") != std::string::npos);
+
+        // Values that used to crash, truncate, wrap or pass for success.
+        const std::pair<const char*, std::string> refused[] = {
+            {R"({"variants": []})", manifest.string() + ": \"variants\" is empty: nothing to warm"},
+            {R"({"variants": [{"head_dim": 64, "preset": []}]})",
+             manifest.string() + ": variants[0]: preset: an empty array names no value"},
+            {R"({"variants": [{"head_dim": 64, "family": []}]})", "variants[0]: family: an empty array names no value"},
+            {R"({"variants": [{"head_dim": 64, "preset": ["phi-2", "llama-3"]}]})",
+             "variants[0]: preset: expected one value, not 2"},
+            {R"({"variants": [{"head_dim": 64, "page_size": 16.7}]})",
+             "variants[0]: page_size: expected an integer, not 16.7"},
+            {R"({"variants": [{"head_dim": 64, "page_size": [16, 32.5]}]})",
+             "variants[0]: page_size: expected an integer, not 32.5"},
+            {R"({"variants": [{"head_dim": 64, "block_k": 1e20}]})", "variants[0]: block_k: expected an integer, not"},
+            {R"({"variants": [{"head_dim": 64, "block_k": 4294967360}]})",
+             "variants[0]: block_k: 4294967360 is out of range"},
+            {R"({"variants": [{"head_dim": 64, "waves": -4294967296}]})",
+             "variants[0]: waves: -4294967296 is out of range"},
+        };
+        for (const auto& [text, expected] : refused) {
+            const std::string manifest_text = text;
+            CAPTURE(manifest_text);
+            std::ofstream(manifest) << manifest_text;
+            const CliRun run =
+                fa_jit(with_cache({"warm", "--manifest", manifest.string(), "--arch", "gfx1151", "-n"}, cache));
+            CHECK(run.exit_code == exit_usage);
+            CHECK_MESSAGE(run.err.find(expected) != std::string::npos, run.err);
+        }
     }
 }
 
