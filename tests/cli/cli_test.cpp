@@ -205,6 +205,18 @@ TEST_CASE("errors of use exit 1 with a message naming the field") {
         CHECK(run.exit_code == exit_usage);
         CHECK(run.err.find("heads_q=32") != std::string::npos);
     }
+    SUBCASE("bench counts below 1 (a division by zero) and a dtype it cannot fill, before any device is touched") {
+        for (const auto& [option, value] : {std::pair<std::string, std::string>{"--reps", "0"},
+                                            {"--fallback-reps", "0"},
+                                            {"--warmup", "-1"},
+                                            {"--dtype", "e4m3"}}) {
+            CAPTURE(option);
+            const CliRun run = fa_jit(with_cache({"bench", option, value}, cache));
+            CHECK(run.exit_code == exit_usage);
+            CHECK(run.err.find(option + ": ") != std::string::npos);
+            CHECK(run.err.find(value) != std::string::npos);
+        }
+    }
     SUBCASE("a malformed duration") {
         const CliRun run = fa_jit(with_cache({"prune", "--older-than", "7 days"}, cache));
         CHECK(run.exit_code == exit_usage);

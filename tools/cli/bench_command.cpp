@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <random>
 
@@ -23,6 +24,10 @@
 
 namespace fajit::cli {
 namespace {
+
+// The inputs bench fills: 16-bit floats and f32. e4m3 takes an output dtype and descale
+// factors of its own, which bench does not make.
+const std::vector<std::string> bench_dtypes = {"f16", "bf16", "f32"};
 
 struct BenchOptions {
     int batch = 1;
@@ -86,11 +91,10 @@ double milliseconds_per_call(Runtime& runtime, const Backend& backend, const Att
 int run_bench(const CommonOptions& common, const BenchOptions& bench) {
     const Options options = resolve_options(common);
     AttentionArgs args;
-    const auto dtype = parse_dtype(bench.dtype);
-    if (!dtype) throw UsageError("--dtype=" + bench.dtype + ": expected f16, bf16 or f32");
+    const DType dtype = *parse_dtype(bench.dtype);  // --dtype admits bench_dtypes only
     const auto causal = parse_causal(bench.causal);
     if (!causal) throw UsageError("--causal=" + bench.causal + ": expected none, top-left or bottom-right");
-    args.dtype = *dtype;
+    args.dtype = dtype;
     args.causal = *causal;
     args.batch = bench.batch;
     args.heads_q = bench.heads_q;
@@ -116,17 +120,17 @@ int run_bench(const CommonOptions& common, const BenchOptions& bench) {
         return exit_failed;
     }
 
-    const std::size_t element = *dtype == DType::f32 ? 4 : 2;
+    const std::size_t element = dtype == DType::f32 ? 4 : 2;
     const std::size_t q_count = std::size_t(bench.batch) * bench.heads_q * bench.len_q * bench.head_dim;
     const std::size_t kv_count = std::size_t(bench.batch) * bench.heads_kv * bench.len_k * bench.head_dim;
     DeviceBuffer q(*runner, bench.device, q_count * element), k(*runner, bench.device, kv_count * element),
         v(*runner, bench.device, kv_count * element), o(*runner, bench.device, q_count * element);
     std::uint64_t seed = 1;
     for (auto [buffer, count] : {std::pair{&q, q_count}, {&k, kv_count}, {&v, kv_count}}) {
-        if (*dtype == DType::f32)
+        if (dtype == DType::f32)
             buffer->upload(random_floats(count, seed++));
         else
-            buffer->upload(random_halves(count, *dtype, seed++));
+            buffer->upload(random_halves(count, dtype, seed++));
     }
     args.q = q.get();
     args.k = k.get();
@@ -190,12 +194,22 @@ Command add_bench_command(CLI::App& app) {
     command->add_option("--len-q", bench->len_q, "query length")->capture_default_str();
     command->add_option("--len-k", bench->len_k, "key length")->capture_default_str();
     command->add_option("--head-dim", bench->head_dim, "head dim")->capture_default_str();
-    command->add_option("--dtype", bench->dtype, "f16, bf16 or f32")->capture_default_str();
+    command->add_option("--dtype", bench->dtype, "f16, bf16 or f32")
+        ->check(CLI::IsMember(bench_dtypes))
+        ->capture_default_str();
     command->add_option("--causal", bench->causal, "none, top-left or bottom-right")->capture_default_str();
     command->add_option("--device", bench->device, "device ordinal")->capture_default_str();
-    command->add_option("--warmup", bench->warmup, "untimed calls first")->capture_default_str();
-    command->add_option("--reps", bench->reps, "timed calls of the selected variant")->capture_default_str();
-    command->add_option("--fallback-reps", bench->fallback_reps, "timed calls of the fallback")->capture_default_str();
+    // Each figure is a wall time divided by its call count, which must not be 0.
+    const CLI::Range at_least_one(1, std::numeric_limits<int>::max());
+    command->add_option("--warmup", bench->warmup, "untimed calls first")
+        ->check(CLI::Range(0, std::numeric_limits<int>::max()))
+        ->capture_default_str();
+    command->add_option("--reps", bench->reps, "timed calls of the selected variant")
+        ->check(at_least_one)
+        ->capture_default_str();
+    command->add_option("--fallback-reps", bench->fallback_reps, "timed calls of the fallback")
+        ->check(at_least_one)
+        ->capture_default_str();
     return {command, [common, bench] { return run_bench(*common, *bench); }};
 }
 
