@@ -200,6 +200,15 @@ TEST_CASE("errors of use exit 1 with a message naming the field") {
         CHECK(fa_jit({"ls", "--no-such-option"}).exit_code == exit_usage);
         CHECK(fa_jit({}).exit_code == exit_usage);
     }
+    SUBCASE("an unknown command or option before any command is named, with the commands there are") {
+        for (const auto& [args, named] : {std::pair<std::vector<std::string>, std::string>{{"frob"}, "command 'frob'"},
+                                          {{"frob", "--json"}, "command 'frob'"},
+                                          {{"--frob"}, "option '--frob'"}}) {
+            const CliRun run = fa_jit(args);
+            CHECK(run.exit_code == exit_usage);
+            CHECK(run.err.find("fa-jit: unknown " + named + "; the commands are warm, ls, ") != std::string::npos);
+        }
+    }
     SUBCASE("a bench shape with mismatched heads, before any device is touched") {
         const CliRun run = fa_jit(with_cache({"bench", "--heads-q", "32", "--heads-kv", "3"}, cache));
         CHECK(run.exit_code == exit_usage);

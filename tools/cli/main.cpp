@@ -3,6 +3,9 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "common_options.hpp"
@@ -32,6 +35,16 @@ int run_reporting_errors(const Command& command) {
     }
 }
 
+// CLI11 checks for a missing command before it reports the words it could not place, so
+// "fa-jit frob" or "fa-jit --frob" would read "A subcommand is required". When no command
+// was parsed, the first such word is what to name instead.
+std::optional<std::string> first_unplaced_word(const CLI::App& app) {
+    if (!app.get_subcommands().empty()) return std::nullopt;
+    const std::vector<std::string> unplaced = app.remaining();
+    if (unplaced.empty()) return std::nullopt;
+    return unplaced.front();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,6 +67,14 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& error) {
+        if (const auto unknown = first_unplaced_word(app)) {
+            std::string names;
+            for (const Command& command : commands)
+                names += (names.empty() ? "" : ", ") + command.subcommand->get_name();
+            std::cerr << "fa-jit: unknown " << (unknown->starts_with('-') ? "option" : "command") << " '" << *unknown
+                      << "'; the commands are " << names << "\n";
+            return exit_usage;
+        }
         // --help and --version come this way too, with status 0.
         return app.exit(error) == 0 ? exit_success : exit_usage;
     }
