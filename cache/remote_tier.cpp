@@ -1,6 +1,7 @@
 #include "cache/remote_tier.hpp"
 
 #include <condition_variable>
+#include <exception>
 #include <random>
 #include <stop_token>
 #include <thread>
@@ -162,18 +163,30 @@ RemoteTier::Fetched RemoteTier::try_fetch(Request& request, std::optional<Entry>
 }
 
 bool RemoteTier::push(std::string_view arch, const Key& key, const Entry& entry) {
-    if (!usable()) return false;
+    return push_entry(arch, key, entry) == Pushed::stored;
+}
+
+RemoteTier::Pushed RemoteTier::push_entry(std::string_view arch, const Key& key, const Entry& entry) {
+    if (!usable()) return Pushed::store_unavailable;
     const std::string name = remote_entry_name(arch, key);
-    const std::vector<std::byte> value = seal_remote_value(name, encode_entry(entry), config_.signing_key);
+    std::vector<std::byte> value;
+    try {
+        value = seal_remote_value(name, encode_entry(entry), config_.signing_key);
+    } catch (const std::exception& error) {
+        // The entry is at fault, not the store: counted, but no step towards switching the store off.
+        count_([](CacheStats& stats) { ++stats.remote_errors; });
+        logger_->warn("fa-jit remote cache: cannot store {}: {}", name, error.what());
+        return Pushed::unencodable;
+    }
     try {
         config_.storage->put(name, value);
         succeeded();
     } catch (const RemoteError& error) {
         failed("storing " + name, error);
-        return false;
+        return Pushed::store_unavailable;
     }
     count_([&](CacheStats& stats) { stats.remote_bytes_written += value.size(); });
-    return true;
+    return Pushed::stored;
 }
 
 Entry RemoteTier::fetch_or_produce(std::string_view arch, const Key& key, const nlohmann::json& required_metadata,
@@ -245,7 +258,7 @@ Entry RemoteTier::produce_under_lock(Request& request, const std::string& lock_n
             break;
     }
     Entry produced;
-    bool stored = false;
+    Pushed pushed;
     {
         LockKeepAlive keep_alive(*config_.storage, lock_name, lock_token_, config_.lock_ttl, *logger_);
         try {
@@ -254,9 +267,9 @@ Entry RemoteTier::produce_under_lock(Request& request, const std::string& lock_n
             release();
             throw;
         }
-        stored = push(request.arch, request.key, produced);
+        pushed = push_entry(request.arch, request.key, produced);
     }
-    if (stored) release();
+    if (pushed != Pushed::store_unavailable) release();
     return produced;
 }
 

@@ -60,7 +60,8 @@ public:
     // lock_wait_limit, or whose store fails, runs it itself. Exceptions from produce propagate.
     Entry fetch_or_produce(std::string_view arch, const Key& key, const nlohmann::json& required_metadata,
                            const std::function<Entry()>& produce);
-    // Stores entry (signed when a key is set); false if the store failed or is switched off.
+    // Stores entry (signed when a key is set); false if the store failed or is switched off, or
+    // the entry cannot be encoded (logged and counted in remote_errors; nothing is thrown).
     bool push(std::string_view arch, const Key& key, const Entry& entry);
 
 private:
@@ -77,6 +78,10 @@ private:
     Fetched try_fetch(Request& request, std::optional<Entry>& entry);
     std::optional<std::string> rejection(std::string_view name, std::span<const std::byte> value,
                                          const nlohmann::json& required_metadata, std::optional<Entry>& entry) const;
+    // How a push ended. Its lock is released unless the store failed: a failing store is not
+    // asked again in the request, and the lock lapses by its TTL.
+    enum class Pushed { stored, unencodable, store_unavailable };
+    Pushed push_entry(std::string_view arch, const Key& key, const Entry& entry);
     Entry produce_under_lock(Request& request, const std::string& lock_name, const std::function<Entry()>& produce);
     void succeeded();
     void failed(const std::string& what, const RemoteError& error);

@@ -21,7 +21,7 @@ struct CacheStats {
     // The remote tier (remote_tier.hpp).
     std::uint64_t remote_hits = 0;           // local misses answered by the store
     std::uint64_t remote_misses = 0;         // local misses the store could not answer
-    std::uint64_t remote_errors = 0;         // operations on the store that failed or timed out
+    std::uint64_t remote_errors = 0;         // operations on the store that failed or timed out, or could not be sent
     std::uint64_t remote_rejected = 0;       // values refused: damaged, unsigned, wrongly signed, not for this key
     std::uint64_t remote_bytes_read = 0;     // of accepted values
     std::uint64_t remote_bytes_written = 0;  // of values stored

@@ -126,3 +126,29 @@ TEST_CASE("a unix socket reaches the same server, and database numbers keep stor
     CHECK(raw_store(server.socket_url() + "?db=3")->list(remote_entry_prefix()).size() == 1);
     CHECK(raw_store(server.url().substr(0, server.url().size() - 1) + "5")->list(remote_entry_prefix()).empty());
 }
+
+TEST_CASE("metadata with invalid UTF-8 (a stray byte in a compiler log) never throws out of a fleet request") {
+    TempDir dir;
+    fajit::testing::RedisServer server(dir.path() / "redis");
+    RemoteSettings settings;
+    settings.url = server.url();
+    Entry compiled = compiled_entry(test_arch, "stray byte");
+    compiled.metadata["log"] = "warning: \xff in a path";
+    const Key key = key_of("stray byte");
+    int compiles = 0;
+    const auto compile = [&] {
+        ++compiles;
+        return compiled;
+    };
+
+    CapturedLog log;
+    DiskCache first(remote_config_at(dir.path() / "first", log, settings));
+    CHECK(first.get_or_create(test_arch, key, compile, required_for(test_arch)) == compiled);
+    CHECK(first.session_stats().remote_errors == 1);
+    CHECK(log.text().find("cannot store " + remote_entry_name(test_arch, key)) != std::string::npos);
+    // The lock is released, not left to lapse: another machine compiles at once.
+    const auto store = raw_store(server.url());
+    CHECK_FALSE(store->get(remote_lock_name(test_arch, key)));
+    CHECK(first.get_or_create(test_arch, key, compile, required_for(test_arch)) == compiled);
+    CHECK(compiles == 2);
+}
