@@ -29,7 +29,7 @@ constexpr std::chrono::hours leftover_age{1};
 std::error_code error_code_of(const std::exception& error) {
     if (const auto* system = dynamic_cast<const std::system_error*>(&error)) return system->code();
     if (dynamic_cast<const std::length_error*>(&error)) return std::make_error_code(std::errc::file_too_large);
-    return std::make_error_code(std::errc::invalid_argument);  // metadata that cannot be encoded
+    return std::make_error_code(std::errc::invalid_argument);  // anything else, such as running out of memory
 }
 
 void mark_recently_used(const fs::path& path) {

@@ -44,8 +44,12 @@ bool has_entry_preamble(std::span<const std::byte> bytes) {
 
 }  // namespace
 
+std::string metadata_text(const nlohmann::json& metadata) {
+    return metadata.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::vector<std::byte> encode_entry(const Entry& entry) {
-    const std::string header = entry.metadata.dump();
+    const std::string header = metadata_text(entry.metadata);
     if (header.size() > std::numeric_limits<std::uint32_t>::max()) {
         throw std::length_error("cache entry metadata exceeds 4 GiB");
     }

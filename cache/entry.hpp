@@ -22,8 +22,11 @@ struct Entry {
     bool operator==(const Entry&) const = default;
 };
 
-// Throws std::length_error if the metadata text exceeds the format's 4 GiB header limit,
-// and nlohmann::json::type_error if the metadata holds invalid UTF-8.
+// The header text an entry stores for metadata: its JSON, with any invalid UTF-8 in its strings
+// (a compiler log with a stray byte, say) written as U+FFFD, so that every metadata can be stored.
+std::string metadata_text(const nlohmann::json& metadata);
+
+// Throws std::length_error if the metadata text exceeds the format's 4 GiB header limit.
 std::vector<std::byte> encode_entry(const Entry& entry);
 
 struct DecodeResult {

@@ -129,7 +129,11 @@ std::optional<std::string> RemoteTier::rejection(std::string_view name, std::spa
     for (const auto& [field, wanted] : required_metadata.items()) {
         const auto found = decoded.entry->metadata.find(field);
         if (found == decoded.entry->metadata.end()) return "its metadata has no " + field;
-        if (*found != wanted) return field + " is " + found->dump() + ", expected " + wanted.dump();
+        // Compared as an entry stores it: a required value with invalid UTF-8 (a compiler path
+        // with a stray byte) is stored with U+FFFD in its place.
+        const nlohmann::json stored_wanted = nlohmann::json::parse(metadata_text(wanted));
+        if (*found != stored_wanted)
+            return field + " is " + metadata_text(*found) + ", expected " + metadata_text(stored_wanted);
     }
     entry = std::move(decoded.entry);
     return std::nullopt;

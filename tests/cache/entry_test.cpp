@@ -37,6 +37,14 @@ TEST_CASE("an entry survives encode and decode") {
     CHECK(decode_entry(encode_entry(binary)).entry == binary);
 }
 
+TEST_CASE("metadata with invalid UTF-8 is stored, its stray bytes as U+FFFD") {
+    const Entry entry{{{"log", "bad \xff byte"}, {"compiler", "\xc3"}}, {std::byte{7}}};
+    const DecodeResult decoded = decode_entry(encode_entry(entry));
+    REQUIRE_MESSAGE(decoded.entry, decoded.error);
+    CHECK(decoded.entry->metadata == nlohmann::json{{"log", "bad \xef\xbf\xbd byte"}, {"compiler", "\xef\xbf\xbd"}});
+    CHECK(decoded.entry->payload == entry.payload);
+}
+
 TEST_CASE("the encoding has the documented fixed layout") {
     const Entry entry = entry_for("layout", 5);
     const auto bytes = encode_entry(entry);

@@ -127,12 +127,15 @@ TEST_CASE("a unix socket reaches the same server, and database numbers keep stor
     CHECK(raw_store(server.url().substr(0, server.url().size() - 1) + "5")->list(remote_entry_prefix()).empty());
 }
 
-TEST_CASE("metadata with invalid UTF-8 (a stray byte in a compiler log) never throws out of a fleet request") {
+TEST_CASE("metadata with invalid UTF-8 (a stray byte in a compiler log) is stored, fetched and matched as U+FFFD") {
     TempDir dir;
     fajit::testing::RedisServer server(dir.path() / "redis");
     RemoteSettings settings;
     settings.url = server.url();
+    // The compiler identity is required by fetches, so it must match as stored too.
+    const nlohmann::json required = {{"arch", test_arch}, {"compiler", "fake-compiler \xfe"}};
     Entry compiled = compiled_entry(test_arch, "stray byte");
+    compiled.metadata.update(required);
     compiled.metadata["log"] = "warning: \xff in a path";
     const Key key = key_of("stray byte");
     int compiles = 0;
@@ -143,12 +146,16 @@ TEST_CASE("metadata with invalid UTF-8 (a stray byte in a compiler log) never th
 
     CapturedLog log;
     DiskCache first(remote_config_at(dir.path() / "first", log, settings));
-    CHECK(first.get_or_create(test_arch, key, compile, required_for(test_arch)) == compiled);
-    CHECK(first.session_stats().remote_errors == 1);
-    CHECK(log.text().find("cannot store " + remote_entry_name(test_arch, key)) != std::string::npos);
-    // The lock is released, not left to lapse: another machine compiles at once.
-    const auto store = raw_store(server.url());
-    CHECK_FALSE(store->get(remote_lock_name(test_arch, key)));
-    CHECK(first.get_or_create(test_arch, key, compile, required_for(test_arch)) == compiled);
-    CHECK(compiles == 2);
+    CHECK(first.get_or_create(test_arch, key, compile, required) == compiled);
+    CHECK(first.session_stats().remote_errors == 0);
+    CHECK(first.holds(test_arch, key));
+    CHECK_FALSE(raw_store(server.url())->get(remote_lock_name(test_arch, key)));
+
+    CapturedLog other_log;
+    DiskCache second(remote_config_at(dir.path() / "second", other_log, settings));
+    const Entry fetched = second.get_or_create(test_arch, key, compile, required);
+    CHECK(second.session_stats().remote_hits == 1);
+    CHECK(compiles == 1);
+    CHECK(fetched.metadata["log"] == "warning: \xef\xbf\xbd in a path");
+    CHECK(fetched.payload == compiled.payload);
 }
