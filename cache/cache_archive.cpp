@@ -139,8 +139,12 @@ PackResult pack_cache(const DiskCache& cache, const fs::path& archive_path, cons
     for (EntryInfo& info : listed) {
         if (filter.arch && info.arch != *filter.arch) continue;
         std::error_code error;
-        auto bytes = read_file(info.path, error);
-        if (!bytes) continue;  // removed since it was listed
+        auto bytes = read_file(info.path, error, cache.config().max_bytes);
+        if (!bytes) {
+            // Removed since it was listed, or too large or not a file, which is damage.
+            if (error != std::errc::no_such_file_or_directory) ++result.skipped_damaged;
+            continue;
+        }
         const DecodeResult decoded = decode_entry(*bytes);
         if (!decoded.entry) {
             ++result.skipped_damaged;

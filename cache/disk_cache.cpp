@@ -68,11 +68,14 @@ std::optional<Entry> DiskCache::load(std::string_view arch, const Key& key) {
     return entry;
 }
 
-std::optional<std::vector<std::byte>> DiskCache::read_stored(const fs::path& path) {
+std::optional<std::vector<std::byte>> DiskCache::read_stored(const fs::path& path, std::string_view what) {
     std::error_code error;
-    auto bytes = read_file(path, error);
-    if (!bytes && error != std::errc::no_such_file_or_directory && error != std::errc::not_a_directory)
+    auto bytes = read_file(path, error, config_.max_bytes);
+    if (error == FileRefusal::too_large) {
+        discard_corrupt(path, what, "larger than max_bytes (" + std::to_string(config_.max_bytes) + ")");
+    } else if (!bytes && error != std::errc::no_such_file_or_directory && error != std::errc::not_a_directory) {
         logger_->debug("fa-jit cache: cannot read {}: {}", path.string(), error.message());
+    }
     return bytes;
 }
 
@@ -85,7 +88,7 @@ void DiskCache::discard_corrupt(const fs::path& path, std::string_view what, con
 
 DiskCache::Lookup DiskCache::read_entry(std::string_view arch, const Key& key, std::optional<Entry>& entry) {
     const fs::path path = layout_.entry_path(arch, key);
-    const auto bytes = read_stored(path);
+    const auto bytes = read_stored(path, "entry");
     if (!bytes) return Lookup::absent;
     DecodeResult decoded = decode_entry(*bytes);
     if (!decoded.entry) {
@@ -142,7 +145,7 @@ std::error_code DiskCache::store_error(std::string_view arch, const Key& key) co
 bool DiskCache::holds(std::string_view arch, const Key& key) const {
     if (!config_.enabled) return false;
     std::error_code error;
-    const auto bytes = read_file(layout_.entry_path(arch, key), error);
+    const auto bytes = read_file(layout_.entry_path(arch, key), error, config_.max_bytes);
     return bytes && decode_entry(*bytes).entry.has_value();
 }
 

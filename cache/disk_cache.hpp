@@ -165,8 +165,10 @@ public:
 private:
     enum class Lookup { found, absent, corrupt };
     Lookup read_entry(std::string_view arch, const Key& key, std::optional<Entry>& entry);
-    // A stored file's bytes; none when it is absent or unreadable (the latter logged).
-    std::optional<std::vector<std::byte>> read_stored(const std::filesystem::path& path);
+    // A stored file's bytes; none when it is absent or unreadable (the latter logged), or larger
+    // than max_bytes, which no entry of this cache can be: then it is removed as a corrupt `what`,
+    // unread.
+    std::optional<std::vector<std::byte>> read_stored(const std::filesystem::path& path, std::string_view what);
     // Removes a file that failed its checks, saying why, and counts it as corrupt.
     void discard_corrupt(const std::filesystem::path& path, std::string_view what, const std::string& why);
     // (arch, key) as one string: the single-flight id, and the key of store_errors_.

@@ -19,7 +19,7 @@ fs::path DiskCache::failure_path(std::string_view arch, const Key& key) const {
 std::optional<nlohmann::json> DiskCache::find_failure(std::string_view arch, const Key& key) {
     if (!config_.enabled) return std::nullopt;
     const fs::path path = layout_.failure_path(arch, key);
-    const auto bytes = read_stored(path);
+    const auto bytes = read_stored(path, "failure record");
     if (!bytes) return std::nullopt;
     FailureDecodeResult decoded = decode_failure_record(*bytes);
     if (!decoded.details) {

@@ -15,11 +15,11 @@ namespace fs = std::filesystem;
 
 nlohmann::json read_metadata(const fs::path& path) {
     std::error_code error;
-    const auto preamble = read_file(path, error, entry_preamble_size);
+    const auto preamble = read_file_prefix(path, error, entry_preamble_size);
     if (!preamble) return nullptr;
     const auto prefix_size = metadata_prefix_size(*preamble);
     if (!prefix_size) return nullptr;
-    const auto prefix = read_file(path, error, *prefix_size);
+    const auto prefix = read_file_prefix(path, error, *prefix_size);
     if (!prefix) return nullptr;
     return peek_metadata(*prefix).value_or(nullptr);
 }
@@ -63,7 +63,7 @@ std::vector<BadEntry> DiskCache::verify_files(std::vector<StoredEntry> stored_fi
     std::vector<BadEntry> bad;
     for (auto& stored : stored_files) {
         std::error_code error;
-        const auto bytes = read_file(stored.path, error);
+        const auto bytes = read_file(stored.path, error, config_.max_bytes);
         if (!bytes && error == std::errc::no_such_file_or_directory) continue;  // removed meanwhile
         std::string problem = bytes ? check(*bytes) : "cannot read: " + error.message();
         if (problem.empty()) continue;

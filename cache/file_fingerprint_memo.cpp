@@ -43,10 +43,13 @@ std::int64_t now_unix_ns() {
     return nanoseconds_of(now);
 }
 
+// Thousands of remembered files; a larger memo is damaged, and is rewritten small.
+constexpr std::uint64_t memo_limit = 1 << 20;
+
 // The memo's "files" object, by path; empty if the memo is missing or damaged.
 nlohmann::json read_memo(const fs::path& memo_path) {
     std::error_code error;
-    const auto bytes = read_file(memo_path, error);
+    const auto bytes = read_file(memo_path, error, memo_limit);
     if (!bytes) return nlohmann::json::object();
     const DecodeResult decoded = decode_entry(*bytes);
     if (!decoded.entry || !decoded.entry->metadata.is_object()) return nlohmann::json::object();

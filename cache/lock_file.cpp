@@ -78,8 +78,12 @@ std::optional<OwnerRecord> parse_owner_record(const std::string& text) {
 
 bool process_is_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
+// More than any owner record (a host name is at most 255 bytes): a longer file holds no
+// record, and its first bytes are judged as the garbage it is.
+constexpr std::size_t owner_record_limit = 1024;
+
 std::optional<std::string> read_text(const std::filesystem::path& path, std::error_code& error) {
-    auto bytes = read_file(path, error);
+    auto bytes = read_file_prefix(path, error, owner_record_limit);
     if (!bytes) return std::nullopt;
     return std::string(reinterpret_cast<const char*>(bytes->data()), bytes->size());
 }

@@ -1,6 +1,7 @@
 #include "cache/stats_file.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <span>
 #include <string>
@@ -17,12 +18,14 @@ namespace {
 // counts can simply be flushed next time.
 constexpr std::chrono::milliseconds lock_wait{500};
 constexpr std::chrono::milliseconds lock_stale_after{10'000};
+// Far more than the counters' JSON; a larger file is not one this code wrote, and reads as none.
+constexpr std::uint64_t stats_file_limit = 64 << 10;
 
 }  // namespace
 
 CacheStats read_stats_file(const std::filesystem::path& path) {
     std::error_code error;
-    const auto bytes = read_file(path, error);
+    const auto bytes = read_file(path, error, stats_file_limit);
     if (!bytes) return {};
     const std::string_view text(reinterpret_cast<const char*>(bytes->data()), bytes->size());
     return stats_from_json(nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false));

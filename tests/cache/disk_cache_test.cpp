@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cache/disk_cache.hpp"
@@ -101,6 +102,54 @@ TEST_CASE("a truncated entry is never returned by load") {
     CHECK_FALSE(fs::exists(path));
     CHECK(cache.session_stats().corrupt_entries == 1);
     CHECK(cache.session_stats().misses == 1);
+}
+
+TEST_CASE("a terabyte sparse file at an entry path is removed as corrupt, unread") {
+    TempDir dir;
+    CapturedLog log;
+    DiskCache cache(config_at(dir.path(), log));
+    CountingProducer producer{"huge"};
+    const Key key = key_of("huge");
+    const fs::path path = cache.entry_path(arch, key);
+    fs::create_directories(path.parent_path());
+    constexpr std::uintmax_t terabyte = 1ull << 40;
+
+    std::ofstream(path).close();
+    fs::resize_file(path, terabyte);
+    CHECK_FALSE(cache.holds(arch, key));
+    const auto bad = cache.verify(false);
+    REQUIRE(bad.size() == 1);
+    CHECK(bad[0].error.find("larger") != std::string::npos);
+    CHECK_FALSE(cache.load(arch, key));
+    CHECK_FALSE(fs::exists(path));
+    CHECK(cache.session_stats().corrupt_entries == 1);
+    CHECK(log.text().find("larger than max_bytes") != std::string::npos);
+    std::ofstream(path).close();
+    fs::resize_file(path, terabyte);
+    CHECK(cache.get_or_create(arch, key, producer.callable()) == entry_for("huge", 256));
+    CHECK(producer.calls == 1);
+    CHECK(cache.holds(arch, key));
+
+    // The stats file is read with a small bound too.
+    std::ofstream(Layout(dir.path()).stats_path()).close();
+    fs::resize_file(Layout(dir.path()).stats_path(), terabyte);
+    CHECK(cache.stats().compiles == cache.session_stats().compiles);
+}
+
+TEST_CASE("a FIFO at an entry path is skipped, not waited on, and replaced by the next publish") {
+    TempDir dir;
+    CapturedLog log;
+    DiskCache cache(config_at(dir.path(), log));
+    CountingProducer producer{"fifo"};
+    const Key key = key_of("fifo");
+    const fs::path path = cache.entry_path(arch, key);
+    fs::create_directories(path.parent_path());
+    REQUIRE(::mkfifo(path.c_str(), 0644) == 0);
+    CHECK_FALSE(cache.load(arch, key));
+    CHECK_FALSE(cache.holds(arch, key));
+    CHECK(cache.get_or_create(arch, key, producer.callable()) == entry_for("fifo", 256));
+    CHECK(producer.calls == 1);
+    CHECK(fs::is_regular_file(path));  // the publish replaced it
 }
 
 TEST_CASE("least recently used entries go first and the size bound holds exactly") {

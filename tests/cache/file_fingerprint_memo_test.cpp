@@ -129,6 +129,11 @@ TEST_CASE("a damaged memo, an unwritable one or none at all only costs a re-hash
     CHECK(after_damage->hex == hash_now(library));
     CHECK(memo_in(dir.path()).fingerprint(library)->remembered);  // rewritten whole
 
+    // A memo of a terabyte (a sparse file) is not read, and is rewritten small.
+    fs::resize_file(dir.path() / "memo", 1ull << 40);
+    CHECK_FALSE(memo_in(dir.path()).fingerprint(library)->remembered);
+    CHECK(fs::file_size(dir.path() / "memo") < 4096);
+
     std::ofstream(dir.path() / "plain-file") << "x";
     const FileFingerprintMemo unwritable(dir.path() / "plain-file" / "memo", 0ms);
     CHECK(unwritable.fingerprint(library)->hex == hash_now(library));

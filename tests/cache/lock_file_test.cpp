@@ -87,6 +87,32 @@ TEST_CASE("an unparsable lock is broken only once it is old") {
     CHECK(lock.acquire(100ms) == LockFile::Outcome::acquired_after_waiting);
 }
 
+TEST_CASE("an oversized lock file (a sparse terabyte) is judged by age like any unparsable one") {
+    TempDir dir;
+    const fs::path path = dir.path() / "k.lock";
+    std::ofstream(path) << "";
+    fs::resize_file(path, 1ull << 40);
+    LockFile lock(path, 1s);
+    CHECK(lock.acquire(100ms) == LockFile::Outcome::timed_out);
+    fs::last_write_time(path, fs::file_time_type::clock::now() - 10s);
+    CHECK(lock.acquire(100ms) == LockFile::Outcome::acquired_after_waiting);
+}
+
+TEST_CASE("releasing a lock replaced by an oversized file leaves that file, and does not throw") {
+    TempDir dir;
+    const fs::path path = dir.path() / "k.lock";
+    {
+        LockFile owner(path, 60s);
+        REQUIRE(owner.acquire(0s) == LockFile::Outcome::acquired);
+        const fs::path huge = dir.path() / "huge";
+        std::ofstream(huge) << "";
+        fs::resize_file(huge, 1ull << 40);
+        fs::rename(huge, path);
+    }
+    CHECK(fs::file_size(path) == 1ull << 40);
+    CHECK(temp_files_under(dir.path()).empty());
+}
+
 TEST_CASE("releasing does not remove a lock someone else took over") {
     TempDir dir;
     const fs::path path = dir.path() / "k.lock";

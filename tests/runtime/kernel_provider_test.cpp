@@ -103,7 +103,7 @@ TEST_CASE("an entry without a kernel name is replaced by a fresh compile") {
     }
     const auto path = cache::Layout(root).entry_path(spec->arch, *cache::Key::from_hex(key));
     std::error_code error;
-    const auto bytes = cache::read_file(path, error);
+    const auto bytes = cache::read_file(path, error, std::filesystem::file_size(path));
     REQUIRE(bytes);
     auto decoded = cache::decode_entry(*bytes);
     REQUIRE(decoded.entry);
