@@ -146,10 +146,14 @@ void LockFile::keep_alive(std::stop_token stop) {
     // True when stopped; false when the interval passed.
     while (!heartbeat_wake_.wait_for(lock, stop, interval, [&stop] { return stop.stop_requested(); })) {
         std::error_code error;
+        const auto content = read_text(path_, error);
+        // A failed read proves nothing: a waiter may have renamed this lock aside for a moment
+        // (remove_if_content_is) and be about to put it back. It is tried again next time.
+        if (!content) continue;
         // A lock broken as stale (this process was stopped, say) may now be another owner's.
         // Should it change hands between this check and the touch, the touch only keeps the
         // live new owner's lock alive.
-        if (read_text(path_, error) != owner_record_) return;
+        if (*content != owner_record_) return;
         ::utimensat(AT_FDCWD, path_.c_str(), nullptr, 0);
     }
 }

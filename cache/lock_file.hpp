@@ -48,7 +48,7 @@ private:
     // True if the current lock file was stale and has been removed.
     bool break_if_stale();
     // The heartbeat thread's loop: refreshes the lock until stopped, or until the lock turns
-    // out to be someone else's (a waiter judged it stale).
+    // out to be someone else's (a waiter judged it stale); a lock it cannot read is not that.
     void keep_alive(std::stop_token stop);
 
     std::filesystem::path path_;

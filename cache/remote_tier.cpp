@@ -29,6 +29,8 @@ std::string lock_token() {
 }
 
 // Refreshes a held lock every third of its TTL until destroyed, however long the work takes.
+// A refresh that fails (the store slow or away for a moment) is tried again at the next; only
+// one that finds the lock gone or another's ends it.
 class LockKeepAlive {
 public:
     LockKeepAlive(RemoteStorage& storage, std::string name, std::string token, std::chrono::milliseconds ttl,
@@ -44,8 +46,7 @@ public:
                           return;
                       }
                   } catch (const RemoteError& error) {
-                      logger.debug("fa-jit remote cache: cannot refresh {}: {}", name, error.what());
-                      return;
+                      logger.debug("fa-jit remote cache: cannot refresh {} (trying again): {}", name, error.what());
                   }
               }
           }) {}

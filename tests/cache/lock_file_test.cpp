@@ -163,6 +163,22 @@ TEST_CASE("a lock held far beyond its stale age is kept alive, and a waiter does
     CHECK(waiter.acquire(0s) == LockFile::Outcome::acquired);
 }
 
+TEST_CASE("a lock renamed aside for a moment (a waiter checking it) is kept alive once it is back") {
+    TempDir dir;
+    const fs::path path = dir.path() / "k.lock";
+    LockFile owner(path, 400ms);  // refreshed every 100 ms
+    REQUIRE(owner.acquire(0s) == LockFile::Outcome::acquired);
+    const fs::path aside = dir.path() / "aside";
+    fs::rename(path, aside);
+    std::this_thread::sleep_for(300ms);  // refreshes that find no lock
+    fs::rename(aside, path);
+    fs::last_write_time(path, fs::file_time_type::clock::now());  // as fresh as when it left
+
+    LockFile waiter(path, 400ms);
+    CHECK(waiter.acquire(1s) == LockFile::Outcome::timed_out);  // more than two stale ages
+    CHECK(owner.held());
+}
+
 TEST_CASE("a killed owner's lock is taken over at once, long before its stale age") {
     TempDir dir;
     const fs::path path = dir.path() / "k.lock";

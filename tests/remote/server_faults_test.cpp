@@ -106,6 +106,36 @@ TEST_CASE("a server that stops answering costs each request at most one timeout,
     CHECK(log.text().find("switched off") != std::string::npos);
 }
 
+TEST_CASE("a server that stalls for a moment while a compile holds the fleet lock: the lock is kept alive") {
+    TempDir dir;
+    fajit::testing::RedisServer server(dir.path() / "redis");
+    RemoteSettings settings;
+    settings.url = server.url();
+    CapturedLog log;
+    DiskCacheConfig config = remote_config_at(dir.path() / "machine", log, settings);
+    config.remote->lock_ttl = 1500ms;  // refreshed every 500 ms
+    DiskCache cache(std::move(config));
+    const Key key = key_of("long compile");
+    const std::string lock_name = remote_lock_name(test_arch, key);
+    bool held_after_stall = false;
+    const auto compile = [&] {
+        std::this_thread::sleep_for(200ms);
+        // The refresh due at 500 ms waits its 300 ms for a reply, and fails.
+        server.pause();
+        std::this_thread::sleep_for(700ms);
+        server.resume();
+        // Longer than the TTL, even counted from a refresh the server ran late, on resuming.
+        std::this_thread::sleep_for(2000ms);
+        held_after_stall = raw_store(server.url())->get(lock_name).has_value();
+        return compiled_entry(test_arch, "long compile");
+    };
+    CHECK(cache.get_or_create(test_arch, key, compile, required_for(test_arch)) ==
+          compiled_entry(test_arch, "long compile"));
+    CHECK(held_after_stall);
+    CHECK(log.text().find("cannot refresh " + lock_name) != std::string::npos);
+    CHECK_FALSE(raw_store(server.url())->get(lock_name));  // released once stored
+}
+
 TEST_CASE("after a restart the tier resumes once its back-off is over") {
     TempDir dir;
     fajit::testing::RedisServer server(dir.path() / "redis");
