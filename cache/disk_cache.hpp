@@ -159,7 +159,8 @@ public:
     // Removes every entry, failure record and leftover of this format version, or of one arch;
     // stats are kept.
     PruneResult clear(const std::optional<std::string>& arch = std::nullopt);
-    // Removes temp and lock files not touched for `older_than`; returns how many.
+    // Removes temp and lock files not touched for `older_than`, in shards, failures directories and
+    // beside the stats file; returns how many.
     std::size_t remove_leftovers(std::chrono::seconds older_than = std::chrono::hours(1));
 
 private:

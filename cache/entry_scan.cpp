@@ -86,6 +86,8 @@ std::vector<fs::path> scan_leftovers_in(const fs::path& directory, fs::file_time
     for (const auto& file : fs::directory_iterator(directory, error)) {
         if (!is_leftover_name(file.path().filename().string())) continue;
         std::error_code stat_error;
+        // Files only: the versioned root also holds arch directories, whose names may end in ".lock".
+        if (!file.is_regular_file(stat_error)) continue;
         const auto modified = file.last_write_time(stat_error);
         if (!stat_error && modified < cutoff) leftovers.push_back(file.path());
     }
@@ -98,6 +100,8 @@ std::vector<fs::path> scan_leftovers(const Layout& layout, fs::file_time_type cu
         auto found = scan_leftovers_in(directory, cutoff);
         leftovers.insert(leftovers.end(), found.begin(), found.end());
     };
+    // The root's own: the stats file's and the memo's temp files, and the stats file's lock.
+    add_from(layout.versioned_root());
     for_each_shard(layout, std::nullopt, [&](const std::string&, const fs::path& shard) { add_from(shard); });
     for_each_arch(layout, std::nullopt, [&](const std::string& arch_name, const fs::path&) {
         add_from(layout.failures_directory(arch_name));

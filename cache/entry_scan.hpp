@@ -30,7 +30,7 @@ std::vector<StoredEntry> scan_failure_records(const Layout& layout,
 
 // Temp files and lock files last modified before `cutoff`: debris of killed writers.
 // The _in form looks in one directory only (the cheap check done on publish); the other looks
-// in every shard and failures directory.
+// in the versioned root (beside the stats file and the memo) and every shard and failures directory.
 std::vector<std::filesystem::path> scan_leftovers(const Layout& layout, std::filesystem::file_time_type cutoff);
 std::vector<std::filesystem::path> scan_leftovers_in(const std::filesystem::path& directory,
                                                      std::filesystem::file_time_type cutoff);

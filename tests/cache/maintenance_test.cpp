@@ -150,6 +150,23 @@ TEST_CASE("leftovers of killed writers are removed once old") {
     CHECK(fs::exists(fresh_temp));
     CHECK(cache.list().size() == 1);
 
+    // Those of the stats file and the memo, beside them, go too; arch directories never do.
+    const fs::path root = Layout(dir.path()).versioned_root();
+    const fs::path old_root_leftovers[] = {root / "stats.json.tmp.12345.00ff",
+                                           root / "file-fingerprints.tmp.12345.00ff",
+                                           root / "stats.json.lock.tmp.12345.00ff", root / "stats.json.lock"};
+    const fs::path fresh_root_temp = root / "stats.json.tmp.12346.00ff";
+    const fs::path arch_named_like_a_lock = Layout(dir.path()).arch_directory("odd.lock");
+    fs::create_directories(arch_named_like_a_lock);
+    for (const auto& path : old_root_leftovers) std::ofstream(path) << "partial";
+    std::ofstream(fresh_root_temp) << "partial";
+    for (const auto& path : old_root_leftovers) fs::last_write_time(path, fs::file_time_type::clock::now() - 2h);
+    fs::last_write_time(arch_named_like_a_lock, fs::file_time_type::clock::now() - 2h);
+    CHECK(cache.remove_leftovers() == 4);
+    for (const auto& path : old_root_leftovers) CHECK_FALSE(fs::exists(path));
+    CHECK(fs::exists(fresh_root_temp));
+    CHECK(fs::exists(arch_named_like_a_lock));
+
     // Publishing into the same shard sweeps old leftovers too.
     fs::last_write_time(fresh_temp, fs::file_time_type::clock::now() - 2h);
     REQUIRE(cache.publish("gfx1151", key, entry_for("leftover", 10)));
