@@ -5,6 +5,8 @@
 
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <system_error>
 #include <vector>
 
@@ -78,7 +80,30 @@ struct ManifestItem {
     std::uint64_t bytes = 0;
 };
 
-std::map<std::string, ManifestItem> parse_manifest(std::span<const std::byte> bytes) {
+// object[name] if it has the given JSON type; otherwise an ArchiveError naming the field as
+// `where` + name ("entries[3].bytes") and saying what it must be.
+const nlohmann::json& manifest_field(const nlohmann::json& object, std::string_view where, std::string_view name,
+                                     nlohmann::json::value_t type, std::string_view what_it_must_be) {
+    const std::string field = std::string(where) + std::string(name);
+    const auto found = object.find(std::string(name));
+    if (found == object.end()) throw ArchiveError("the manifest has no " + field);
+    if (found->type() != type)
+        throw ArchiveError("the manifest's " + field + " must be " + std::string(what_it_must_be) + ", not " +
+                           found->dump());
+    return *found;
+}
+
+std::string manifest_string(const nlohmann::json& object, std::string_view where, std::string_view name) {
+    return manifest_field(object, where, name, nlohmann::json::value_t::string, "a string").get<std::string>();
+}
+
+std::uint64_t manifest_count(const nlohmann::json& object, std::string_view where, std::string_view name) {
+    return manifest_field(object, where, name, nlohmann::json::value_t::number_unsigned, "a non-negative integer")
+        .get<std::uint64_t>();
+}
+
+// max_entry_bytes bounds each entry's listed size, and so the memory its member may take.
+std::map<std::string, ManifestItem> parse_manifest(std::span<const std::byte> bytes, std::uint64_t max_entry_bytes) {
     nlohmann::json manifest;
     try {
         manifest = nlohmann::json::parse(reinterpret_cast<const char*>(bytes.data()),
@@ -86,27 +111,34 @@ std::map<std::string, ManifestItem> parse_manifest(std::span<const std::byte> by
     } catch (const nlohmann::json::exception& error) {
         throw ArchiveError(std::string("the manifest is not JSON: ") + error.what());
     }
-    if (!manifest.is_object() || manifest.value("format", "") != archive_format_name ||
-        manifest.value("version", 0) != archive_format_version)
-        throw ArchiveError("not a fa-jit pack archive of a version this fa-jit reads");
-    if (manifest.value("entry_format_version", 0u) != entry_format_version)
-        throw ArchiveError("the archive holds entries of format version " +
-                           manifest.value("entry_format_version", nlohmann::json()).dump() + "; this fa-jit reads " +
-                           std::to_string(entry_format_version));
+    if (!manifest.is_object()) throw ArchiveError("the manifest is not a JSON object");
+    if (const std::string format = manifest_string(manifest, "", "format"); format != archive_format_name)
+        throw ArchiveError("not a fa-jit pack archive: its manifest's format is " + nlohmann::json(format).dump());
+    if (const auto version = manifest_count(manifest, "", "version"); version != archive_format_version)
+        throw ArchiveError("a fa-jit pack archive of version " + std::to_string(version) + "; this fa-jit reads " +
+                           std::to_string(archive_format_version));
+    if (const auto version = manifest_count(manifest, "", "entry_format_version"); version != entry_format_version)
+        throw ArchiveError("the archive holds entries of format version " + std::to_string(version) +
+                           "; this fa-jit reads " + std::to_string(entry_format_version));
+    const auto& entries = manifest_field(manifest, "", "entries", nlohmann::json::value_t::array, "an array");
     std::map<std::string, ManifestItem> items;
-    try {
-        for (const auto& item : manifest.at("entries")) {
-            ManifestItem parsed;
-            parsed.arch = item.at("arch").get<std::string>();
-            const auto key = Key::from_hex(item.at("key").get<std::string>());
-            if (!key) throw ArchiveError("the manifest names a malformed key " + item.at("key").dump());
-            parsed.key = *key;
-            parsed.bytes = item.at("bytes").get<std::uint64_t>();
-            if (!items.emplace(member_name(parsed.arch, parsed.key), parsed).second)
-                throw ArchiveError("the manifest lists " + member_name(parsed.arch, parsed.key) + " twice");
-        }
-    } catch (const nlohmann::json::exception& error) {
-        throw ArchiveError(std::string("malformed manifest: ") + error.what());
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const std::string where = "entries[" + std::to_string(i) + "]";
+        const nlohmann::json& item = entries[i];
+        if (!item.is_object()) throw ArchiveError("the manifest's " + where + " must be an object, not " + item.dump());
+        ManifestItem parsed;
+        parsed.arch = manifest_string(item, where + ".", "arch");
+        const std::string key_hex = manifest_string(item, where + ".", "key");
+        const auto key = Key::from_hex(key_hex);
+        if (!key)
+            throw ArchiveError("the manifest's " + where + ".key is not a key: " + nlohmann::json(key_hex).dump());
+        parsed.key = *key;
+        parsed.bytes = manifest_count(item, where + ".", "bytes");
+        if (parsed.bytes > max_entry_bytes)
+            throw ArchiveError("the manifest's " + where + ".bytes, " + std::to_string(parsed.bytes) +
+                               ", is more than the cache's max_bytes (" + std::to_string(max_entry_bytes) + ")");
+        if (!items.emplace(member_name(parsed.arch, parsed.key), parsed).second)
+            throw ArchiveError("the manifest lists " + member_name(parsed.arch, parsed.key) + " twice");
     }
     return items;
 }
@@ -124,6 +156,23 @@ std::string nothing_to_pack(std::size_t listed, std::uint64_t damaged, const Pac
            (wanted.empty() ? std::string("is sound") : "matches " + wanted) +
            (damaged ? " (" + std::to_string(damaged) + " of them damaged)" : std::string()) +
            "; no archive was written";
+}
+
+// What is wrong if metadata does not name `arch` as the entry's arch: as the remote tier checks
+// a fetched entry, so that a kernel for one arch never lands under another.
+std::optional<std::string> arch_mismatch(const nlohmann::json& metadata, const std::string& arch) {
+    const auto named = metadata.find("arch");
+    if (named != metadata.end() && *named == arch) return std::nullopt;
+    return "is listed for arch " + nlohmann::json(arch).dump() + " but its metadata names " +
+           (named == metadata.end() ? std::string("none") : named->dump());
+}
+
+// A member's name; libarchive gives none for a name it cannot convert (invalid UTF-8, or a
+// character this locale lacks), which no member fa-jit writes has.
+std::string name_of_member(archive_entry* header, const fs::path& archive_path) {
+    const char* name = archive_entry_pathname(header);
+    if (!name) throw ArchiveError(archive_path.string() + " has a member whose name cannot be read");
+    return name;
 }
 
 }  // namespace
@@ -146,7 +195,7 @@ PackResult pack_cache(const DiskCache& cache, const fs::path& archive_path, cons
             continue;
         }
         const DecodeResult decoded = decode_entry(*bytes);
-        if (!decoded.entry) {
+        if (!decoded.entry || arch_mismatch(decoded.entry->metadata, info.arch)) {
             ++result.skipped_damaged;
             continue;
         }
@@ -211,16 +260,16 @@ UnpackResult unpack_cache(DiskCache& cache, const fs::path& archive_path) {
         if (status < ARCHIVE_WARN) fail(handle.get(), archive_path.string() + " is damaged");
         return true;
     };
-    if (!next() || archive_entry_pathname(header) != manifest_member)
+    if (!next() || name_of_member(header, archive_path) != manifest_member)
         throw ArchiveError(archive_path.string() + " does not start with a manifest: not a fa-jit pack archive");
     // The manifest is small; anything beyond this is not one fa-jit wrote.
-    std::map<std::string, ManifestItem> expected =
-        parse_manifest(read_member_data(handle.get(), std::string(manifest_member), 256ull << 20));
+    std::map<std::string, ManifestItem> expected = parse_manifest(
+        read_member_data(handle.get(), std::string(manifest_member), 256ull << 20), cache.config().max_bytes);
 
     // Everything is checked and held in memory before the first entry is stored.
     std::vector<std::pair<ManifestItem, Entry>> verified;
     while (next()) {
-        const std::string name = archive_entry_pathname(header);
+        const std::string name = name_of_member(header, archive_path);
         const auto item = expected.find(name);
         if (item == expected.end()) throw ArchiveError(name + " is not in the manifest (or appears twice)");
         const std::vector<std::byte> bytes = read_member_data(handle.get(), name, item->second.bytes);
@@ -229,6 +278,8 @@ UnpackResult unpack_cache(DiskCache& cache, const fs::path& archive_path) {
                                std::to_string(item->second.bytes));
         DecodeResult decoded = decode_entry(bytes);
         if (!decoded.entry) throw ArchiveError(name + " is not a sound entry: " + decoded.error);
+        if (const auto wrong = arch_mismatch(decoded.entry->metadata, item->second.arch))
+            throw ArchiveError(name + " " + *wrong);
         verified.emplace_back(item->second, std::move(*decoded.entry));
         expected.erase(item);
     }

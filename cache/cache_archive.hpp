@@ -30,7 +30,7 @@ struct PackFilter {
 struct PackResult {
     std::uint64_t entries = 0;
     std::uint64_t bytes = 0;            // of the entries, uncompressed
-    std::uint64_t skipped_damaged = 0;  // entries that failed their checks and were left out
+    std::uint64_t skipped_damaged = 0;  // entries that failed their checks (or name another arch) and were left out
 };
 
 // Writes the archive under a temporary name and renames it into place, so a failed pack leaves
@@ -45,8 +45,9 @@ struct UnpackResult {
 };
 
 // Reads and checks the whole archive (the manifest, then every member against it and against
-// the entry format) before storing anything: a damaged archive throws ArchiveError and leaves
-// the cache as it was.
+// the entry format, and that its metadata names the arch it is listed under) before storing
+// anything: a damaged archive throws ArchiveError, naming what is wrong, and leaves the cache
+// as it was. A listed entry larger than the cache's max_bytes is refused before it is read.
 UnpackResult unpack_cache(DiskCache& cache, const std::filesystem::path& archive);
 
 }  // namespace fajit::cache
