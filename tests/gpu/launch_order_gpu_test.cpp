@@ -24,26 +24,19 @@ namespace {
 void check_chain(const CaseShape& shape) {
     CAPTURE(shape.describe());
     const CaseInputs first = random_inputs(shape, 11);
-    const auto q_storage = pack(shape, first.q, shape.heads_q, shape.len_q, shape.head_dim);
-    const auto k_storage = pack(shape, first.k, shape.heads_kv, shape.len_k, shape.head_dim);
-    const auto v_storage = pack(shape, first.v, shape.heads_kv, shape.len_k, shape.head_dim);
     // O is stored as Q is (the shapes here have no V head dim of their own), so O1 can be a Q.
-    DeviceBuffer q = device_buffer(q_storage.size()), k = device_buffer(k_storage.size()),
-                 v = device_buffer(v_storage.size()), o1 = device_buffer(q_storage.size()),
-                 o2 = device_buffer(q_storage.size());
-    q.upload(q_storage);
-    k.upload(k_storage);
-    v.upload(v_storage);
-    o1.fill(0xff);  // NaN in every element type
-    o2.fill(0xff);
+    const DeviceTensors tensors(shape, first);
+    DeviceBuffer o2 = device_buffer(tensors.o.size());
+    o2.fill(0xff);  // NaN in every element type, as DeviceTensors leaves O1
     Runtime& runtime = gpu_test_runtime();
-    runtime.attention(case_arguments(shape, q.get(), k.get(), v.get(), o1.get()), nullptr);
+    const DeviceBuffer &k = tensors.k, &v = tensors.v, &o1 = tensors.o;
+    runtime.attention(case_arguments(shape, tensors.q.get(), k.get(), v.get(), o1.get()), nullptr);
     runtime.attention(case_arguments(shape, o1.get(), k.get(), v.get(), o2.get()), nullptr);
     synchronize_test_device();
 
     const auto outputs_of = [&](const DeviceBuffer& o) {
         Outputs got;
-        got.o = unpack(shape, shape.dtype, o.download<unsigned char>(), shape.heads_q, shape.len_q, shape.head_dim);
+        got.o = output_of(shape, o);
         return got;
     };
     const Outputs written = outputs_of(o1);

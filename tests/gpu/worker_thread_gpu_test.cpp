@@ -28,19 +28,13 @@ TEST_CASE("a call from a fresh thread runs the kernel another thread loaded") {
     shape.with_lse = false;
     CAPTURE(shape.describe());
     const CaseInputs inputs = random_inputs(shape, 5);
-    const auto q_storage = pack(shape, inputs.q, shape.heads_q, shape.len_q, shape.head_dim);
-    const auto k_storage = pack(shape, inputs.k, shape.heads_kv, shape.len_k, shape.head_dim);
-    const auto v_storage = pack(shape, inputs.v, shape.heads_kv, shape.len_k, shape.head_dim);
-    DeviceBuffer q = device_buffer(q_storage.size()), k = device_buffer(k_storage.size()),
-                 v = device_buffer(v_storage.size()), o = device_buffer(q_storage.size());
-    q.upload(q_storage);
-    k.upload(k_storage);
-    v.upload(v_storage);
+    DeviceTensors tensors(shape, inputs);
     Runtime& runtime = gpu_test_runtime();
-    const AttentionArgs args = case_arguments(shape, q.get(), k.get(), v.get(), o.get());
+    const AttentionArgs args =
+        case_arguments(shape, tensors.q.get(), tensors.k.get(), tensors.v.get(), tensors.o.get());
     runtime.attention(args, nullptr);  // this thread selects, compiles and loads the kernel
     synchronize_test_device();
-    o.fill(0xff);  // NaN in every element type: the worker's call must overwrite all of it
+    tensors.o.fill(0xff);  // NaN again: the worker's call must overwrite all of it
     synchronize_test_device();
 
     std::string error;
@@ -55,7 +49,7 @@ TEST_CASE("a call from a fresh thread runs the kernel another thread loaded") {
     REQUIRE_MESSAGE(error.empty(), error);
     synchronize_test_device();
     Outputs got;
-    got.o = unpack(shape, shape.dtype, o.download<unsigned char>(), shape.heads_q, shape.len_q, shape.head_dim);
+    got.o = output_of(shape, tensors.o);
     const Comparison result = compare(shape, got, reference_attention(shape, inputs),
                                       output_tolerance(shape, inputs, unit_roundoff(shape.dtype)));
     CHECK_MESSAGE(result.bad_elements == 0, result.first_bad);

@@ -295,28 +295,42 @@ AttentionArgs case_arguments(const CaseShape& shape, const void* q, const void* 
     return args;
 }
 
+namespace {
+
+// Device storage of a tensor in the shape's layout, of elements of dtype.
+DeviceBuffer device_storage(const CaseShape& shape, DType dtype, int heads, int length, int row_dim) {
+    return device_buffer(storage_elements(shape, heads, length, row_dim) *
+                         static_cast<std::size_t>(element_bytes(dtype)));
+}
+
+}  // namespace
+
+DeviceTensors::DeviceTensors(const CaseShape& shape, const CaseInputs& inputs)
+    : q(device_storage(shape, shape.dtype, shape.heads_q, shape.len_q, shape.head_dim)),
+      k(device_storage(shape, shape.dtype, shape.heads_kv, shape.len_k, shape.head_dim)),
+      v(device_storage(shape, shape.dtype, shape.heads_kv, shape.len_k, shape.value_dim())),
+      o(device_storage(shape, shape.output_dtype(), shape.heads_q, shape.len_q, shape.value_dim())) {
+    q.upload(pack(shape, inputs.q, shape.heads_q, shape.len_q, shape.head_dim));
+    k.upload(pack(shape, inputs.k, shape.heads_kv, shape.len_k, shape.head_dim));
+    v.upload(pack(shape, inputs.v, shape.heads_kv, shape.len_k, shape.value_dim()));
+    o.fill(0xff);
+}
+
+std::vector<double> output_of(const CaseShape& shape, const DeviceBuffer& o) {
+    return unpack(shape, shape.output_dtype(), o.download<unsigned char>(), shape.heads_q, shape.len_q,
+                  shape.value_dim());
+}
+
 DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShape& shape, const CaseInputs& inputs,
                         bool count) {
-    const int value_dim = shape.value_dim();
-    const auto q = pack(shape, inputs.q, shape.heads_q, shape.len_q, shape.head_dim);
-    const auto k = pack(shape, inputs.k, shape.heads_kv, shape.len_k, shape.head_dim);
-    const auto v = pack(shape, inputs.v, shape.heads_kv, shape.len_k, value_dim);
-    const std::size_t o_bytes = storage_elements(shape, shape.heads_q, shape.len_q, value_dim) *
-                                static_cast<std::size_t>(element_bytes(shape.output_dtype()));
     const std::size_t lse_count = static_cast<std::size_t>(shape.batch) * shape.heads_q * shape.len_q;
-    DeviceBuffer q_device = device_buffer(q.size()), k_device = device_buffer(k.size()),
-                 v_device = device_buffer(v.size()), o_device = device_buffer(o_bytes),
-                 lse_device = device_buffer(lse_count * sizeof(float)),
+    DeviceTensors tensors(shape, inputs);
+    DeviceBuffer lse_device = device_buffer(lse_count * sizeof(float)),
                  counters_device = device_buffer(2 * sizeof(unsigned long long));
-    q_device.upload(q);
-    k_device.upload(k);
-    v_device.upload(v);
-    // 0xff bytes are NaN in every element type: an output never written stays NaN.
-    o_device.fill(0xff);
-    lse_device.fill(0xff);
+    lse_device.fill(0xff);  // NaN, as o
     counters_device.fill(0);
 
-    AttentionArgs args = case_arguments(shape, q_device.get(), k_device.get(), v_device.get(), o_device.get());
+    AttentionArgs args = case_arguments(shape, tensors.q.get(), tensors.k.get(), tensors.v.get(), tensors.o.get());
     args.lse = shape.with_lse ? static_cast<float*>(lse_device.get()) : nullptr;
     if (shape.with_lse) args.lse_shape = {shape.batch, shape.heads_q, shape.len_q};
     args.debug_counters = count ? static_cast<unsigned long long*>(counters_device.get()) : nullptr;
@@ -346,8 +360,7 @@ DeviceRun run_on_device(Runtime& runtime, const KernelSpec& spec, const CaseShap
     synchronize_test_device();
 
     DeviceRun run;
-    run.outputs.o =
-        unpack(shape, shape.output_dtype(), o_device.download<unsigned char>(), shape.heads_q, shape.len_q, value_dim);
+    run.outputs.o = output_of(shape, tensors.o);
     if (shape.with_lse)
         for (float value : lse_device.download<float>()) run.outputs.lse.push_back(value);
     const auto counters = counters_device.download<unsigned long long>();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/device_buffer.hpp"
 #include "fajit/runtime.hpp"
 
 namespace fajit::testing {
@@ -88,6 +89,15 @@ std::vector<double> unpack(const CaseShape&, DType dtype, const std::vector<unsi
 // strides, scale, causal mode, window and soft-cap (run_on_device adds the LSE, sinks,
 // descale factors and counters).
 AttentionArgs case_arguments(const CaseShape&, const void* q, const void* k, const void* v, void* o);
+
+// A case's q, k and v on the device in the shape's layout, and its o (of the output dtype
+// and value dim) filled with 0xff bytes, NaN in every element type, so an element no kernel
+// writes stays NaN; output_of reads such an o back as logical values.
+struct DeviceTensors {
+    DeviceTensors(const CaseShape&, const CaseInputs&);
+    DeviceBuffer q, k, v, o;
+};
+std::vector<double> output_of(const CaseShape&, const DeviceBuffer& o);
 
 // Poisons the outputs, runs spec through runtime and reads everything back.
 DeviceRun run_on_device(Runtime&, const KernelSpec&, const CaseShape&, const CaseInputs&, bool count = false);
