@@ -201,18 +201,16 @@ struct Driver {
         }
     }
 
-    // Makes the primary context of the device current; returns the first failure. For
-    // destructors, which cannot throw.
-    CUresult try_make_current(int ordinal) const noexcept {
+    // Makes the primary context of the device current, and returns it.
+    CUcontext make_current(int ordinal) const {
         CUdevice device;
-        CUcontext context;
+        CUcontext context = nullptr;
         CUresult status = device_get(&device, ordinal);
         if (status == CUDA_SUCCESS) status = retain_primary(&context, device);
         if (status == CUDA_SUCCESS) status = set_current(context);
-        return status;
+        check(status, "making the device's context current");
+        return context;
     }
-
-    void make_current(int ordinal) const { check(try_make_current(ordinal), "making the device's context current"); }
 };
 
 const Nvrtc& nvrtc() {
@@ -237,12 +235,12 @@ void log_failed_release(const char* call, CUresult status) noexcept {
 class CudaKernel final : public LoadedKernel {
 public:
     // context: the device's primary context, which holds the module.
-    CudaKernel(int device, CUcontext context, CUmodule module, CUfunction function, unsigned static_bytes)
-        : device_(device), context_(context), module_(module), function_(function), static_bytes_(static_bytes) {}
-    // cuModuleUnload acts on the current context, so the device's is made current first.
+    CudaKernel(CUcontext context, CUmodule module, CUfunction function, unsigned static_bytes)
+        : context_(context), module_(module), function_(function), static_bytes_(static_bytes) {}
+    // cuModuleUnload acts on the current context, so the module's is made current first.
     ~CudaKernel() override {
         const Driver& api = driver();
-        CUresult status = api.try_make_current(device_);
+        CUresult status = api.set_current(context_);
         if (status == CUDA_SUCCESS) status = api.module_unload(module_);
         if (status != CUDA_SUCCESS) log_failed_release("cuModuleUnload", status);
     }
@@ -313,7 +311,6 @@ private:
         return status == CUDA_SUCCESS ? std::string{} : "cuLaunchKernel: " + api.describe(status);
     }
 
-    int device_;
     CUcontext context_;
     CUmodule module_;
     CUfunction function_;
@@ -401,9 +398,7 @@ public:
                                        const std::string& lowered_name) const override {
         const Driver& api = driver();
         if (!api.error.empty()) throw std::runtime_error(api.error);
-        api.make_current(device);
-        CUcontext context = nullptr;
-        api.check(api.get_current(&context), "cuCtxGetCurrent");
+        const CUcontext context = api.make_current(device);
         CUmodule module;
         api.check_code(api.module_load(&module, code.data()), "cuModuleLoadData");
         CUfunction function;
@@ -417,7 +412,7 @@ public:
             api.module_unload(module);
             api.check(status, "cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)");
         }
-        return std::make_unique<CudaKernel>(device, context, module, function, static_cast<unsigned>(static_bytes));
+        return std::make_unique<CudaKernel>(context, module, function, static_cast<unsigned>(static_bytes));
     }
 
     void* allocate(int device, std::size_t bytes) const override {

@@ -62,7 +62,7 @@ CompileResult compile_program(const Api& api, const CompileRequest& request, std
         return result;
     }
     const std::string prefix = Api::prefix;
-    // Appends the failed call and its status to the log; true if the call failed.
+    // Puts the failed call and its status before the log; true if the call failed.
     const auto failed = [&](typename Api::result_type status, const std::string& call) {
         if (status == Api::success) return false;
         result.log = prefix + call + ": " + api.error_string(status) + (result.log.empty() ? "" : "\n" + result.log);
