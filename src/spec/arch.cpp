@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <ranges>
 #include <span>
 
 namespace fajit {
@@ -57,16 +58,10 @@ constexpr AmdProcessor amd_processors[] = {
 constexpr int oldest_sm = 50;
 constexpr int first_architecture_specific_sm = 90;
 
-std::string joined(std::span<const std::string_view> names) {
+// names, comma-separated.
+std::string joined(std::ranges::input_range auto&& names) {
     std::string text;
     for (const std::string_view name : names) text += (text.empty() ? "" : ", ") + std::string(name);
-    return text;
-}
-
-std::string amd_processor_names() {
-    std::string text;
-    for (const AmdProcessor& processor : amd_processors)
-        text += (text.empty() ? "" : ", ") + std::string(processor.name);
     return text;
 }
 
@@ -82,7 +77,8 @@ std::string amd_target_error(std::string_view arch) {
     const std::string_view name = processor_of(arch);
     const auto* processor = std::ranges::find(amd_processors, name, &AmdProcessor::name);
     if (processor == std::end(amd_processors))
-        return "not an AMD processor fa-jit compiles for; expected one of " + amd_processor_names() +
+        return "not an AMD processor fa-jit compiles for; expected one of " +
+               joined(amd_processors | std::views::transform(&AmdProcessor::name)) +
                ", with the target features it takes (e.g. gfx942:sramecc+:xnack-)";
     // Features in canonical order only: one target must never be two cache directories.
     std::size_t next_feature = 0;
