@@ -53,6 +53,17 @@ KernelSpec spec_for(const std::string& arch, int head_dim, DType dtype, CausalMo
     return spec;
 }
 
+// source compiled for arch, asking for the kernel named `kernel`.
+CompileResult compile_source(const Backend& backend, const std::string& arch, const std::string& source,
+                             const std::string& kernel) {
+    CompileRequest request;
+    request.source = source;
+    request.program_name = "source.cu";
+    request.name_expressions = {kernel};
+    request.arch = arch;
+    return backend.compile(request);
+}
+
 }  // namespace
 
 TEST_CASE("HIPRTC builds AMDGPU code objects naming their full target") {
@@ -104,12 +115,8 @@ TEST_CASE("a compile error returns the compiler's log, naming the call that fail
     for (const std::string arch : {"gfx1151", "sm_90a"}) {
         const Backend* backend = compiler_for(arch);
         if (!backend) continue;
-        CompileRequest request;
-        request.source = "__global__ void broken() { this_is_not_declared(); }";
-        request.program_name = "broken.cu";
-        request.name_expressions = {"broken"};
-        request.arch = arch;
-        const auto result = backend->compile(request);
+        const auto result =
+            compile_source(*backend, arch, "__global__ void broken() { this_is_not_declared(); }", "broken");
         CHECK_FALSE(result.ok);
         CHECK(result.rejected);  // a verdict on the source, which the runtime records
         CHECK(result.code.empty());
@@ -124,12 +131,7 @@ TEST_CASE("a source without the kernel asked for is rejected, with no code") {
     for (const std::string arch : {"gfx1151", "sm_90a"}) {
         const Backend* backend = compiler_for(arch);
         if (!backend) continue;
-        CompileRequest request;
-        request.source = "__global__ void present() {}";
-        request.program_name = "missing.cu";
-        request.name_expressions = {"absent"};
-        request.arch = arch;
-        const auto result = backend->compile(request);
+        const auto result = compile_source(*backend, arch, "__global__ void present() {}", "absent");
         CHECK_FALSE(result.ok);
         CHECK_MESSAGE(result.rejected, result.log);
         CHECK(result.code.empty());
