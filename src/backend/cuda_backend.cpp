@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -146,8 +147,8 @@ struct Driver {
             library.bind(device_get, "cuDeviceGet") && library.bind(attribute, "cuDeviceGetAttribute") &&
             library.bind(device_name, "cuDeviceGetName") && library.bind(retain_primary, "cuDevicePrimaryCtxRetain") &&
             library.bind(set_current, "cuCtxSetCurrent") && library.bind(get_current, "cuCtxGetCurrent") &&
-            library.bind(module_load, "cuModuleLoadData") &&
-            library.bind(module_unload, "cuModuleUnload") && library.bind(module_function, "cuModuleGetFunction") &&
+            library.bind(module_load, "cuModuleLoadData") && library.bind(module_unload, "cuModuleUnload") &&
+            library.bind(module_function, "cuModuleGetFunction") &&
             library.bind(function_attribute, "cuFuncSetAttribute") &&
             library.bind(function_get_attribute, "cuFuncGetAttribute") && library.bind(launch, "cuLaunchKernel") &&
             library.bind(error_string, "cuGetErrorString") &&
@@ -164,7 +165,7 @@ struct Driver {
             error = "CUDA driver at " + library.path() + " lacks an expected symbol";
             return;
         }
-        library.bind(encode_tiled, "cuTensorMapEncodeTiled");  // optional: null where missing
+        library.bind(encode_tiled, "cuTensorMapEncodeTiled");      // optional: null where missing
         library.bind(launch_with_attributes, "cuLaunchKernelEx");  // optional as well
         if (CUresult status = init(0); status != CUDA_SUCCESS) {
             error = "cuInit failed: " + describe(status);
@@ -201,16 +202,24 @@ struct Driver {
         }
     }
 
-    // Makes the primary context of the device current, and returns it.
-    CUcontext make_current(int ordinal) const {
+    // The device's primary context, the one PyTorch and the runtime API use. It is retained
+    // once per device and never released: the kernels and buffers loaded into it live until
+    // the process ends, and the driver destroys its contexts then.
+    CUcontext primary_context(int ordinal) const {
+        const std::lock_guard lock(primary_mutex);
+        if (const auto found = primary.find(ordinal); found != primary.end()) return found->second;
         CUdevice device;
         CUcontext context = nullptr;
         CUresult status = device_get(&device, ordinal);
         if (status == CUDA_SUCCESS) status = retain_primary(&context, device);
-        if (status == CUDA_SUCCESS) status = set_current(context);
-        check(status, "making the device's context current");
+        check(status, "retaining the device's primary context");
+        primary.emplace(ordinal, context);
         return context;
     }
+
+private:
+    mutable std::mutex primary_mutex;
+    mutable std::map<int, CUcontext> primary;
 };
 
 const Nvrtc& nvrtc() {
@@ -232,6 +241,44 @@ void log_failed_release(const char* call, CUresult status) noexcept {
     fajit::log_failed_release(call, text ? text : "unknown CUDA error");
 }
 
+// Makes a context current on the calling thread for the scope's life, and the caller's
+// current again after: the caller's may be another context or none (an engine's worker
+// thread), and a library call must not change it. Comparing first keeps the usual case (the
+// caller's is the one wanted) to one driver call.
+class ContextScope {
+public:
+    explicit ContextScope(CUcontext wanted) {
+        status_ = driver().get_current(&caller_);
+        if (status_ == CUDA_SUCCESS && caller_ != wanted) {
+            status_ = driver().set_current(wanted);
+            switched_ = status_ == CUDA_SUCCESS;
+        }
+    }
+    ~ContextScope() {
+        if (!switched_) return;
+        if (CUresult status = driver().set_current(caller_); status != CUDA_SUCCESS)
+            log_failed_release("cuCtxSetCurrent (the caller's context)", status);
+    }
+    ContextScope(const ContextScope&) = delete;
+    ContextScope& operator=(const ContextScope&) = delete;
+
+    // CUDA_SUCCESS when the wanted context is current.
+    CUresult status() const { return status_; }
+    // Throws when the wanted context could not be made current.
+    void check() const { driver().check(status_, "making the device's context current"); }
+
+private:
+    CUcontext caller_ = nullptr;
+    CUresult status_ = CUDA_SUCCESS;
+    bool switched_ = false;
+};
+
+// The scope of a backend call on a device: its primary context is current within it.
+class DeviceScope : public ContextScope {
+public:
+    explicit DeviceScope(int ordinal) : ContextScope(driver().primary_context(ordinal)) { check(); }
+};
+
 class CudaKernel final : public LoadedKernel {
 public:
     // context: the device's primary context, which holds the module.
@@ -239,37 +286,22 @@ public:
         : context_(context), module_(module), function_(function), static_bytes_(static_bytes) {}
     // cuModuleUnload acts on the current context, so the module's is made current first.
     ~CudaKernel() override {
-        const Driver& api = driver();
-        CUresult status = api.set_current(context_);
-        if (status == CUDA_SUCCESS) status = api.module_unload(module_);
+        const ContextScope scope(context_);
+        CUresult status = scope.status();
+        if (status == CUDA_SUCCESS) status = driver().module_unload(module_);
         if (status != CUDA_SUCCESS) log_failed_release("cuModuleUnload", status);
     }
     CudaKernel(const CudaKernel&) = delete;
     CudaKernel& operator=(const CudaKernel&) = delete;
 
-    // A launch runs in the calling thread's current context, which may be none (a thread
-    // that never used CUDA: an engine's worker) or another one; the module lives in its
-    // device's primary context, so that is current for the launch and the caller's after.
-    // Comparing first keeps the usual case (the caller's is ours) to one driver call.
+    // A launch runs in the calling thread's current context; the module lives in its
+    // device's primary context, so that is current for the launch.
     std::string launch(const LaunchShape& shape, const void* argument, std::size_t argument_bytes,
                        void* stream) override {
         const Driver& api = driver();
-        CUcontext caller = nullptr;
-        if (CUresult status = api.get_current(&caller); status != CUDA_SUCCESS)
-            return "cuCtxGetCurrent: " + api.describe(status);
-        if (caller == context_) return launch_in_context(shape, argument, argument_bytes, stream);
-        if (CUresult status = api.set_current(context_); status != CUDA_SUCCESS)
-            return "cuCtxSetCurrent: " + api.describe(status);
-        std::string error = launch_in_context(shape, argument, argument_bytes, stream);
-        if (CUresult status = api.set_current(caller); status != CUDA_SUCCESS && error.empty())
-            error = "restoring the caller's context: " + api.describe(status);
-        return error;
-    }
-
-private:
-    std::string launch_in_context(const LaunchShape& shape, const void* argument, std::size_t argument_bytes,
-                                  void* stream) {
-        const Driver& api = driver();
+        const ContextScope scope(context_);
+        if (scope.status() != CUDA_SUCCESS)
+            return "making the kernel's context current: " + api.describe(scope.status());
         // Past 48 KiB of static and dynamic shared memory together, a block needs the
         // opt-in: a kernel's static arrays (an emulation's scratch) count too. It is set
         // once, not before every launch: a decode call is short enough that a driver call
@@ -311,6 +343,7 @@ private:
         return status == CUDA_SUCCESS ? std::string{} : "cuLaunchKernel: " + api.describe(status);
     }
 
+private:
     CUcontext context_;
     CUmodule module_;
     CUfunction function_;
@@ -330,7 +363,7 @@ public:
 
     void record(void* stream) override {
         // The null stream means the default stream of the current context.
-        driver().make_current(device_);
+        const DeviceScope scope(device_);
         driver().check(driver().event_record(event_, static_cast<CUstream>(stream)), "cuEventRecord");
     }
 
@@ -360,8 +393,7 @@ public:
     CompileResult compile(const CompileRequest& request) const override {
         // ptxas -v puts the kernel's registers, spills and shared memory in the log, which every
         // cache entry keeps: `fa-jit compile --isa` reads them there (ptxas_report.hpp).
-        std::vector<std::string> options = {"--gpu-architecture=" + request.arch, "-std=c++17",
-                                            "--ptxas-options=-v"};
+        std::vector<std::string> options = {"--gpu-architecture=" + request.arch, "-std=c++17", "--ptxas-options=-v"};
         if (nvrtc().has_result_cache) options.push_back("--no-cache");
         return compile_program(nvrtc(), request, std::move(options));
     }
@@ -398,7 +430,7 @@ public:
                                        const std::string& lowered_name) const override {
         const Driver& api = driver();
         if (!api.error.empty()) throw std::runtime_error(api.error);
-        const CUcontext context = api.make_current(device);
+        const DeviceScope scope(device);
         CUmodule module;
         api.check_code(api.module_load(&module, code.data()), "cuModuleLoadData");
         CUfunction function;
@@ -412,31 +444,32 @@ public:
             api.module_unload(module);
             api.check(status, "cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)");
         }
-        return std::make_unique<CudaKernel>(context, module, function, static_cast<unsigned>(static_bytes));
+        return std::make_unique<CudaKernel>(api.primary_context(device), module, function,
+                                            static_cast<unsigned>(static_bytes));
     }
 
     void* allocate(int device, std::size_t bytes) const override {
         const Driver& api = driver();
         if (!api.error.empty()) throw std::runtime_error(api.error);
-        api.make_current(device);
+        const DeviceScope scope(device);
         CUdeviceptr pointer = 0;
         api.check(api.memory_allocate(&pointer, bytes), "cuMemAlloc");
         return reinterpret_cast<void*>(pointer);
     }
 
     void release(int device, void* pointer) const override {
-        driver().make_current(device);
+        const DeviceScope scope(device);
         driver().check(driver().memory_free(reinterpret_cast<CUdeviceptr>(pointer)), "cuMemFree");
     }
 
     void upload(int device, void* destination, const void* source, std::size_t bytes) const override {
-        driver().make_current(device);
+        const DeviceScope scope(device);
         driver().check(driver().copy_to_device(reinterpret_cast<CUdeviceptr>(destination), source, bytes),
                        "cuMemcpyHtoD");
     }
 
     void download(int device, void* destination, const void* source, std::size_t bytes, void* stream) const override {
-        driver().make_current(device);
+        const DeviceScope scope(device);
         const auto queue = static_cast<CUstream>(stream);
         driver().check(driver().copy_to_host(destination, reinterpret_cast<CUdeviceptr>(source), bytes, queue),
                        "cuMemcpyDtoHAsync");
@@ -444,7 +477,7 @@ public:
     }
 
     void fill(int device, void* destination, unsigned char byte, std::size_t bytes) const override {
-        driver().make_current(device);
+        const DeviceScope scope(device);
         driver().check(driver().memset(reinterpret_cast<CUdeviceptr>(destination), byte, bytes), "cuMemsetD8");
     }
 
@@ -472,14 +505,14 @@ public:
     std::unique_ptr<DeviceEvent> create_event(int device) const override {
         const Driver& api = driver();
         if (!api.error.empty()) throw std::runtime_error(api.error);
-        api.make_current(device);
+        const DeviceScope scope(device);
         CUevent event;
         api.check(api.event_create(&event, CU_EVENT_DEFAULT), "cuEventCreate");
         return std::make_unique<CudaEvent>(device, event);
     }
 
     void synchronize(int device) const override {
-        driver().make_current(device);
+        const DeviceScope scope(device);
         driver().check(driver().synchronize(), "cuCtxSynchronize");
     }
 };

@@ -107,6 +107,7 @@ struct HipRuntime {
     decltype(&hipGetDeviceCount) device_count = nullptr;
     decltype(&hipGetDeviceProperties) properties = nullptr;
     decltype(&hipSetDevice) set_device = nullptr;
+    decltype(&hipGetDevice) get_device = nullptr;
     decltype(&hipModuleLoadData) module_load = nullptr;
     decltype(&hipModuleUnload) module_unload = nullptr;
     decltype(&hipModuleGetFunction) module_function = nullptr;
@@ -134,14 +135,15 @@ struct HipRuntime {
         const bool bound =
             library.bind(device_count, "hipGetDeviceCount") &&
             library.bind(properties, FAJIT_SYMBOL_NAME(hipGetDeviceProperties)) &&
-            library.bind(set_device, "hipSetDevice") && library.bind(module_load, "hipModuleLoadData") &&
-            library.bind(module_unload, "hipModuleUnload") && library.bind(module_function, "hipModuleGetFunction") &&
-            library.bind(launch, "hipModuleLaunchKernel") && library.bind(error_string, "hipGetErrorString") &&
-            library.bind(memory_allocate, "hipMalloc") && library.bind(memory_free, "hipFree") &&
-            library.bind(copy, "hipMemcpy") && library.bind(copy_async, "hipMemcpyAsync") &&
-            library.bind(stream_synchronize, "hipStreamSynchronize") && library.bind(memset, "hipMemset") &&
-            library.bind(event_create, "hipEventCreate") && library.bind(event_destroy, "hipEventDestroy") &&
-            library.bind(event_record, "hipEventRecord") && library.bind(event_synchronize, "hipEventSynchronize") &&
+            library.bind(set_device, "hipSetDevice") && library.bind(get_device, "hipGetDevice") &&
+            library.bind(module_load, "hipModuleLoadData") && library.bind(module_unload, "hipModuleUnload") &&
+            library.bind(module_function, "hipModuleGetFunction") && library.bind(launch, "hipModuleLaunchKernel") &&
+            library.bind(error_string, "hipGetErrorString") && library.bind(memory_allocate, "hipMalloc") &&
+            library.bind(memory_free, "hipFree") && library.bind(copy, "hipMemcpy") &&
+            library.bind(copy_async, "hipMemcpyAsync") && library.bind(stream_synchronize, "hipStreamSynchronize") &&
+            library.bind(memset, "hipMemset") && library.bind(event_create, "hipEventCreate") &&
+            library.bind(event_destroy, "hipEventDestroy") && library.bind(event_record, "hipEventRecord") &&
+            library.bind(event_synchronize, "hipEventSynchronize") &&
             library.bind(event_elapsed, "hipEventElapsedTime") && library.bind(synchronize, "hipDeviceSynchronize");
         if (!bound) {
             error = "HIP runtime at " + library.path() + " lacks an expected symbol";
@@ -190,13 +192,46 @@ void log_failed_release(const char* call, hipError_t status) noexcept {
     fajit::log_failed_release(call, hip().error_string(status));
 }
 
+// Makes a device current on the calling thread for the scope's life, and the caller's
+// current again after: a library call must not change which device the caller's later
+// calls go to. Comparing first keeps the usual case (the caller's is the one wanted) to one
+// runtime call.
+class DeviceScope {
+public:
+    explicit DeviceScope(int wanted) {
+        status_ = hip().get_device(&caller_);
+        if (status_ == hipSuccess && caller_ != wanted) {
+            status_ = hip().set_device(wanted);
+            switched_ = status_ == hipSuccess;
+        }
+    }
+    ~DeviceScope() {
+        if (!switched_) return;
+        if (hipError_t status = hip().set_device(caller_); status != hipSuccess)
+            log_failed_release("hipSetDevice (the caller's device)", status);
+    }
+    DeviceScope(const DeviceScope&) = delete;
+    DeviceScope& operator=(const DeviceScope&) = delete;
+
+    // hipSuccess when the wanted device is current.
+    hipError_t status() const { return status_; }
+    // Throws when the wanted device could not be made current.
+    void check() const { hip().check(status_, "making the device current"); }
+
+private:
+    int caller_ = 0;
+    hipError_t status_ = hipSuccess;
+    bool switched_ = false;
+};
+
 class HipKernel final : public LoadedKernel {
 public:
     HipKernel(int device, hipModule_t module, hipFunction_t function)
         : device_(device), module_(module), function_(function) {}
     // The module was loaded with its device current, and is unloaded the same way.
     ~HipKernel() override {
-        hipError_t status = hip().set_device(device_);
+        const DeviceScope scope(device_);
+        hipError_t status = scope.status();
         if (status == hipSuccess) status = hip().module_unload(module_);
         if (status != hipSuccess) log_failed_release("hipModuleUnload", status);
     }
@@ -209,7 +244,8 @@ public:
         // Passing the argument struct as one buffer keeps the launch independent of its fields.
         void* config[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(argument), HIP_LAUNCH_PARAM_BUFFER_SIZE,
                           &argument_bytes, HIP_LAUNCH_PARAM_END};
-        hipError_t status = api.set_device(device_);
+        const DeviceScope scope(device_);
+        hipError_t status = scope.status();
         if (status == hipSuccess)
             status = api.launch(function_, shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0], shape.block[1],
                                 shape.block[2], shape.shared_bytes, static_cast<hipStream_t>(stream), nullptr, config);
@@ -234,7 +270,8 @@ public:
 
     void record(void* stream) override {
         // The null stream means the default stream of the current device.
-        hip().check(hip().set_device(device_), "hipSetDevice");
+        const DeviceScope scope(device_);
+        scope.check();
         hip().check(hip().event_record(event_, static_cast<hipStream_t>(stream)), "hipEventRecord");
     }
 
@@ -289,7 +326,8 @@ public:
                                        const std::string& lowered_name) const override {
         const HipRuntime& api = hip();
         if (!api.error.empty()) throw std::runtime_error(api.error);
-        api.check(api.set_device(device), "hipSetDevice");
+        const DeviceScope scope(device);
+        scope.check();
         hipModule_t module;
         api.check_code(api.module_load(&module, code.data()), "hipModuleLoadData");
         hipFunction_t function;
@@ -303,38 +341,44 @@ public:
     void* allocate(int device, std::size_t bytes) const override {
         const HipRuntime& api = hip();
         if (!api.error.empty()) throw std::runtime_error(api.error);
-        api.check(api.set_device(device), "hipSetDevice");
+        const DeviceScope scope(device);
+        scope.check();
         void* pointer = nullptr;
         api.check(api.memory_allocate(&pointer, bytes), "hipMalloc");
         return pointer;
     }
 
     void release(int device, void* pointer) const override {
-        hip().check(hip().set_device(device), "hipSetDevice");
+        const DeviceScope scope(device);
+        scope.check();
         hip().check(hip().memory_free(pointer), "hipFree");
     }
 
     void upload(int device, void* destination, const void* source, std::size_t bytes) const override {
-        hip().check(hip().set_device(device), "hipSetDevice");
+        const DeviceScope scope(device);
+        scope.check();
         hip().check(hip().copy(destination, source, bytes, hipMemcpyHostToDevice), "hipMemcpy");
     }
 
     void download(int device, void* destination, const void* source, std::size_t bytes, void* stream) const override {
-        hip().check(hip().set_device(device), "hipSetDevice");
+        const DeviceScope scope(device);
+        scope.check();
         const auto queue = static_cast<hipStream_t>(stream);
         hip().check(hip().copy_async(destination, source, bytes, hipMemcpyDeviceToHost, queue), "hipMemcpyAsync");
         hip().check(hip().stream_synchronize(queue), "hipStreamSynchronize");
     }
 
     void fill(int device, void* destination, unsigned char byte, std::size_t bytes) const override {
-        hip().check(hip().set_device(device), "hipSetDevice");
+        const DeviceScope scope(device);
+        scope.check();
         hip().check(hip().memset(destination, byte, bytes), "hipMemset");
     }
 
     std::unique_ptr<DeviceEvent> create_event(int device) const override {
         const HipRuntime& api = hip();
         if (!api.error.empty()) throw std::runtime_error(api.error);
-        api.check(api.set_device(device), "hipSetDevice");
+        const DeviceScope scope(device);
+        scope.check();
         hipEvent_t event;
         api.check(api.event_create(&event), "hipEventCreate");
         return std::make_unique<HipEvent>(device, event);
@@ -345,7 +389,8 @@ public:
     }
 
     void synchronize(int device) const override {
-        hip().check(hip().set_device(device), "hipSetDevice");
+        const DeviceScope scope(device);
+        scope.check();
         hip().check(hip().synchronize(), "hipDeviceSynchronize");
     }
 };
