@@ -2,7 +2,11 @@
 // from a small pool (or opens one), so threads never queue behind each other's replies, and
 // a connection that failed is dropped rather than reused in an unknown state.
 #include <hiredis/hiredis.h>
+#include <poll.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -166,14 +170,51 @@ private:
             argv.push_back(argument.data());
             lengths.push_back(argument.size());
         }
-        Reply reply(static_cast<redisReply*>(
-            redisCommandArgv(connection.get(), static_cast<int>(argv.size()), argv.data(), lengths.data())));
-        // No reply: the connection broke or timed out, and its state is unknown; it is dropped.
-        if (!reply) throw RemoteError(description_ + ": " + std::string(arguments.front()) + ": " + connection->errstr);
+        const std::string what = description_ + ": " + std::string(arguments.front());
+        Reply reply = exchange(connection.get(), argv, lengths, what);
         give_back(std::move(connection));
-        if (reply->type == REDIS_REPLY_ERROR)
-            throw RemoteError(description_ + ": " + std::string(arguments.front()) + ": " + reply->str);
+        if (reply->type == REDIS_REPLY_ERROR) throw RemoteError(what + ": " + reply->str);
         return reply;
+    }
+
+    // Sends a command and reads its reply within one operation timeout in all. hiredis's own
+    // command timeout bounds each read and write, not the whole: a server that trickles its
+    // reply a byte at a time, or sends a huge value slowly, would hold the caller as long as
+    // it liked. So the socket is waited on here, each wait for what is left of the timeout.
+    // (A write, on hiredis's blocking socket, may still take one more timeout when the server
+    // stops reading mid-value: its send timeout ends it.)
+    // On failure the connection's state is unknown; the caller drops it (it is not given back).
+    Reply exchange(redisContext* connection, std::vector<const char*>& argv, const std::vector<std::size_t>& lengths,
+                   const std::string& what) const {
+        const auto deadline = std::chrono::steady_clock::now() + timeouts_.operation;
+        if (redisAppendCommandArgv(connection, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK)
+            throw RemoteError(what + ": " + connection->errstr);
+        for (int written = 0; !written;) {
+            wait_for(connection, POLLOUT, deadline, what);
+            if (redisBufferWrite(connection, &written) != REDIS_OK) throw RemoteError(what + ": " + connection->errstr);
+        }
+        void* reply = nullptr;
+        for (;;) {
+            if (redisGetReplyFromReader(connection, &reply) != REDIS_OK)
+                throw RemoteError(what + ": " + connection->errstr);
+            if (reply) return Reply(static_cast<redisReply*>(reply));
+            wait_for(connection, POLLIN, deadline, what);
+            if (redisBufferRead(connection) != REDIS_OK) throw RemoteError(what + ": " + connection->errstr);
+        }
+    }
+
+    // Waits until the socket is ready for `events`, or throws once the deadline has passed.
+    void wait_for(const redisContext* connection, short events, std::chrono::steady_clock::time_point deadline,
+                  const std::string& what) const {
+        for (;;) {
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0) break;
+            pollfd socket{connection->fd, events, 0};
+            const int ready = poll(&socket, 1, static_cast<int>(left.count()));
+            if (ready > 0) return;
+            if (ready < 0 && errno != EINTR) throw RemoteError(what + ": poll: " + std::strerror(errno));
+        }
+        throw RemoteError(what + ": no reply within " + std::to_string(timeouts_.operation.count()) + " ms");
     }
 
     void expect(const Reply& reply, int type, std::string_view what) const {
