@@ -132,7 +132,9 @@ struct Runtime::State {
 
     // Unloads the least recently used kernel. One the hot path ran since the last look gets
     // a second chance, as long as chances are left; the function cache drops its entries
-    // and waits for calls still launching it before it is unloaded.
+    // and waits for calls still launching it. Its launches may still be queued on the GPU,
+    // and unloading a module does not wait for them (in CUDA or HIP), so the device is
+    // drained before it is unloaded: a rare wait, at most once per load past the bound.
     void unload_one(std::size_t& second_chances) {
         for (;;) {
             auto& [key, kernel] = loaded.oldest();
@@ -142,6 +144,7 @@ struct Runtime::State {
         }
         auto [key, kernel] = loaded.take_oldest();
         functions.remove(kernel.get());
+        running->backend->synchronize(key.first);
         spdlog::debug("unloading kernel {} from device {}: over FAJIT_MAX_LOADED_KERNELS={}", key.second, key.first,
                       options.max_loaded_kernels);
     }

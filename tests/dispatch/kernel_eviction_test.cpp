@@ -1,7 +1,7 @@
 // The runtime's bound on loaded kernels (FAJIT_MAX_LOADED_KERNELS), on the fake backend:
 // past it the least recently used kernel is unloaded, one the hot path keeps running gets a
-// second chance, an unloaded kernel comes back on its next call, and calls racing the
-// unloading always launch a loaded kernel.
+// second chance, the device is drained before a kernel is unloaded, an unloaded kernel comes
+// back on its next call, and calls racing the unloading always launch a loaded kernel.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -69,6 +69,16 @@ TEST_CASE("past the bound the least recently used kernel is unloaded, and loaded
     CHECK(bounded.counters->launches == 6);
     // The code objects in memory have the same bound: a's was dropped and compiled again.
     CHECK(bounded.counters->compiles == 4);
+}
+
+TEST_CASE("a kernel is unloaded only once the device has run the launches queued before") {
+    BoundedRuntime bounded(1);
+    bounded.call(a);
+    bounded.call(a);
+    bounded.call(b);  // unloads a, whose two launches a device could still be running
+    CHECK(bounded.counters->unloads == 1);
+    CHECK(bounded.counters->unloads_with_work_queued == 0);
+    CHECK(bounded.counters->queued_launches == 1);  // b's, launched after the drain
 }
 
 TEST_CASE("a kernel the hot path ran since the last look gets a second chance") {

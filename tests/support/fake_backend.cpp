@@ -18,9 +18,13 @@ bool contains_any(const std::string& text, const std::vector<std::string>& needl
 class FakeKernel : public LoadedKernel {
 public:
     explicit FakeKernel(std::shared_ptr<FakeBackendCounters> counters) : counters_(std::move(counters)) {}
-    ~FakeKernel() override { counters_->unloads.fetch_add(1); }
+    ~FakeKernel() override {
+        counters_->unloads.fetch_add(1);
+        if (counters_->queued_launches > 0) counters_->unloads_with_work_queued.fetch_add(1);
+    }
     std::string launch(const LaunchShape& shape, const void* argument, std::size_t argument_bytes, void*) override {
         counters_->launches.fetch_add(1, std::memory_order_relaxed);
+        counters_->queued_launches.fetch_add(1, std::memory_order_relaxed);
         if (!counters_->record_arguments) return {};
         const auto* bytes = static_cast<const std::byte*>(argument);
         std::lock_guard lock(counters_->launch_mutex);
@@ -128,7 +132,7 @@ public:
         counters_->tensor_maps.fetch_add(1);
         return {};
     }
-    void synchronize(int) const override {}
+    void synchronize(int) const override { counters_->queued_launches = 0; }
 
 private:
     void require_device(int device) const {

@@ -18,6 +18,9 @@ struct FakeBackendCounters {
     std::atomic<int> loads{0};
     std::atomic<long long> launches{0};
     std::atomic<int> unloads{0};      // kernels destroyed
+    // Launches since the last synchronize: work a real device could still have queued.
+    std::atomic<long long> queued_launches{0};
+    std::atomic<int> unloads_with_work_queued{0};  // kernels destroyed while launches were queued
     std::atomic<int> tensor_maps{0};  // maps encoded
     std::atomic<int> fills{0};        // fill calls, failed ones included
     // With record_arguments, the argument bytes (KernelArguments) and shape of the latest
