@@ -221,7 +221,9 @@ TEST_CASE("unchecked calls with out-of-range offsets, lengths and pages stay ins
                 args.heads_q = heads_q;
                 args.heads_kv = heads_kv;
                 args.len_q = longest_q;
-                args.len_k = 40;
+                // The bound on a sequence's keys, checked on the host even unchecked: the
+                // ragged offsets' last, and what a paged sequence's two pages hold.
+                args.len_k = layout == KvLayout::paged ? 2 * page_size : total_k;
                 args.head_dim = head_dim;
                 args.scale = 0.125f;
                 args.causal = spec.causal;
