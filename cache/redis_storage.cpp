@@ -18,6 +18,13 @@ namespace fajit::cache {
 
 namespace {
 
+// Takes a lock for ttl if it is free. A lock without an expiry can only have been set by
+// hand or by another tool (try_lock always gives one); it is given ttl here, so that it
+// lapses instead of holding every waiter for its whole wait limit.
+constexpr std::string_view lock_script =
+    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end "
+    "if redis.call('pttl', KEYS[1]) == -1 then redis.call('pexpire', KEYS[1], ARGV[2]) end "
+    "return 0";
 // Compare-and-act on a lock: only the owner that set token may extend or release it.
 constexpr std::string_view refresh_script =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
@@ -69,10 +76,9 @@ public:
     }
 
     bool try_lock(const std::string& name, const std::string& token, std::chrono::milliseconds ttl) override {
-        const Reply reply = command({"SET", name, token, "NX", "PX", std::to_string(ttl.count())});
-        if (reply->type == REDIS_REPLY_NIL) return false;
-        expect(reply, REDIS_REPLY_STATUS, "SET NX");
-        return true;
+        const Reply reply = command({"EVAL", lock_script, "1", name, token, std::to_string(ttl.count())});
+        expect(reply, REDIS_REPLY_INTEGER, "EVAL");
+        return reply->integer == 1;
     }
 
     bool refresh_lock(const std::string& name, const std::string& token, std::chrono::milliseconds ttl) override {

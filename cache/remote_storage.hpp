@@ -54,7 +54,8 @@ public:
 
     virtual std::optional<std::vector<std::byte>> get(const std::string& name) = 0;
     virtual void put(const std::string& name, std::span<const std::byte> value) = 0;
-    // Takes the lock `name` for ttl if nobody holds it, with token as its owner's mark.
+    // Takes the lock `name` for ttl if nobody holds it, with token as its owner's mark. A
+    // lock held without an expiry (not one try_lock set) is given ttl, so it lapses.
     virtual bool try_lock(const std::string& name, const std::string& token, std::chrono::milliseconds ttl) = 0;
     // Extends the lock by ttl if token still holds it; false if it expired or another took it.
     virtual bool refresh_lock(const std::string& name, const std::string& token, std::chrono::milliseconds ttl) = 0;

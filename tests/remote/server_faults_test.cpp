@@ -1,9 +1,11 @@
 // The server failing under the fleet: killed, stopped (every reply late), restarted. Every
 // request completes, none waits past the timeouts plus its compiles, nothing corrupt lands
-// locally, and the tier comes back after its back-off.
+// locally, and the tier comes back after its back-off. A lock left without an expiry lapses.
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <span>
+#include <string>
 #include <thread>
 
 #include "remote_support.hpp"
@@ -172,4 +174,27 @@ TEST_CASE("after a restart the tier resumes once its back-off is over") {
     request(other, compile_log, test_arch, "after back-off");
     CHECK(other.session_stats().remote_hits == 1);
     CHECK(compiles_in(compile_log).at(std::string(test_arch) + "/after back-off") == 1);
+}
+
+TEST_CASE("a lock left without an expiry lapses after one lock TTL, instead of holding waiters for their limit") {
+    TempDir dir;
+    fajit::testing::RedisServer server(dir.path() / "redis");
+    RemoteSettings settings;
+    settings.url = server.url();
+    CapturedLog log;
+    DiskCacheConfig config = remote_config_at(dir.path() / "machine", log, settings);
+    config.remote->lock_ttl = 300ms;
+    config.remote->lock_wait_limit = 20s;
+    DiskCache cache(std::move(config));
+    const std::string seed = "stale lock";
+    const Key key = key_of(std::string(test_arch) + "/" + seed);
+    // Set by hand, as a tool or an operator might: a plain SET, with no expiry.
+    const std::string holder = "someone else";
+    raw_store(server.url())->put(remote_lock_name(test_arch, key), std::as_bytes(std::span(holder)));
+
+    const auto start = Clock::now();
+    CHECK(request(cache, dir.path() / "compiles.log", test_arch, seed) == compiled_entry(test_arch, seed));
+    // The waiter gives the lock one TTL (300 ms), then takes it; slack for a loaded machine.
+    CHECK(Clock::now() - start < 300ms + 1500ms);
+    CHECK(log.text().find("gave up waiting") == std::string::npos);
 }
