@@ -167,12 +167,19 @@ def _require_index(name, tensor, shape, meaning):
     _require_shape(name, tensor, shape, meaning)
 
 
-def _strides_of(tensor, name):
+def _put_strides(field, batch, head, sequence):
+    """Fills one of the arguments' stride fields in place: building a _Strides and assigning it
+    costs twice as much, and a decode call sets four of them."""
+    field.batch, field.head, field.sequence = batch, head, sequence
+
+
+def _put_dense_strides(field, tensor, name):
     if tensor.dim() != 4:
         raise ValueError(f"{name} must be 4-D [batch, heads, length, head_dim], got shape {tuple(tensor.shape)}")
-    if tensor.stride(3) != 1 and tensor.size(3) > 1:
-        raise ValueError(f"{name}.stride(-1) = {tensor.stride(3)}: the head dimension must be contiguous")
-    return _Strides(tensor.stride(0), tensor.stride(1), tensor.stride(2))
+    strides = tensor.stride()
+    if strides[3] != 1 and tensor.size(3) > 1:
+        raise ValueError(f"{name}.stride(-1) = {strides[3]}: the head dimension must be contiguous")
+    _put_strides(field, strides[0], strides[1], strides[2])
 
 
 class Runtime:
@@ -218,10 +225,10 @@ class Runtime:
         args.struct_size = ctypes.sizeof(_AttentionArgs)
         _set_dtypes(args, q, k, v, out)
         args.q, args.k, args.v, args.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()
-        args.q_strides = _strides_of(q, "q")
-        args.k_strides = _strides_of(k, "k")
-        args.v_strides = _strides_of(v, "v")
-        args.o_strides = _strides_of(out, "out")
+        _put_dense_strides(args.q_strides, q, "q")
+        _put_dense_strides(args.k_strides, k, "k")
+        _put_dense_strides(args.v_strides, v, "v")
+        _put_dense_strides(args.o_strides, out, "out")
         batch, heads_q, len_q, head_dim = q.shape
         heads_kv, len_k, value_dim = k.shape[1], k.shape[2], v.shape[3]
         _require_shape("k", k, (batch, heads_kv, len_k, head_dim), "[batch, heads_kv, len_k, head_dim] as q's")
@@ -255,8 +262,8 @@ class Runtime:
         args.struct_size = ctypes.sizeof(_AttentionArgs)
         _set_dtypes(args, q, k, v, out)
         args.q, args.o = q.data_ptr(), out.data_ptr()
-        args.q_strides = _Strides(0, q.stride(1), q.stride(0))
-        args.o_strides = _Strides(0, out.stride(1), out.stride(0))
+        _put_strides(args.q_strides, 0, q.stride(1), q.stride(0))
+        _put_strides(args.o_strides, 0, out.stride(1), out.stride(0))
         if lse is not None:
             if lse.dtype != torch.float32 or not lse.is_contiguous() or lse.dim() != 2:
                 raise ValueError("lse must be a contiguous float32 tensor [heads_q, total_q]")
@@ -285,8 +292,8 @@ class Runtime:
         args.kv_layout = KV_RAGGED
         args.k, args.v = k.data_ptr(), v.data_ptr()
         args.heads_kv = k.shape[1]
-        args.k_strides = _Strides(0, k.stride(1), k.stride(0))
-        args.v_strides = _Strides(0, v.stride(1), v.stride(0))
+        _put_strides(args.k_strides, 0, k.stride(1), k.stride(0))
+        _put_strides(args.v_strides, 0, v.stride(1), v.stride(0))
         args.cu_seqlens_k = cu_seqlens_k.data_ptr()
         args.total_k = k.shape[0]
         self._launch(self._set_features(args, window, softcap, sinks, descale))
@@ -316,8 +323,9 @@ class Runtime:
         args.kv_layout = KV_PAGED
         args.k, args.v = k_cache.data_ptr(), v_cache.data_ptr()
         args.heads_kv = k_cache.shape[head]
-        args.k_strides = _Strides(k_cache.stride(0), k_cache.stride(head), k_cache.stride(slot))
-        args.v_strides = _Strides(v_cache.stride(0), v_cache.stride(head), v_cache.stride(slot))
+        k_strides, v_strides = k_cache.stride(), v_cache.stride()
+        _put_strides(args.k_strides, k_strides[0], k_strides[head], k_strides[slot])
+        _put_strides(args.v_strides, v_strides[0], v_strides[head], v_strides[slot])
         args.block_table, args.kv_lens = block_table.data_ptr(), kv_lens.data_ptr()
         args.max_pages_per_seq, args.num_pages, args.page_size = max_pages, k_cache.shape[0], page_size
         self._launch(self._set_features(args, window, softcap, sinks, descale))
