@@ -63,10 +63,26 @@ struct Runtime::State {
     LruMap<std::pair<int, std::string>, std::unique_ptr<LoadedKernel>> loaded;
     FailedVariants failed{provider.disk_cache()};
     std::set<std::string> said;        // fallback messages already logged
+    std::set<int> loaded_on;           // the devices kernels were loaded on
     SplitWorkspaces split_workspaces;  // its own lock: hot-path launches take it
 
     State(Options given, std::vector<std::unique_ptr<Backend>> given_backends)
         : options(std::move(given)), backends(std::move(given_backends)) {}
+
+    // The kernels and split workspaces go with the runtime, and their launches may still be
+    // queued on the GPU (unload_one says why that matters), so each device it used is
+    // drained first. Never throws: a device that cannot be drained is logged.
+    ~State() {
+        for (const int ordinal : loaded_on) {
+            try {
+                running->backend->synchronize(ordinal);
+            } catch (const std::exception& error) {
+                spdlog::warn("fa-jit: waiting for device {} before unloading its kernels: {}", ordinal, error.what());
+            }
+        }
+    }
+    State(const State&) = delete;
+    State& operator=(const State&) = delete;
 
     // The backend that runs kernels: the first whose runtime sees a device.
     const Running& running_backend() {
@@ -176,6 +192,7 @@ struct Runtime::State {
         }
         // Any other failure (out of memory, the device's context) leaves the cache entry
         // alone and reaches the caller; the next call loads again.
+        loaded_on.insert(ordinal);
         return *loaded.insert({ordinal, kernel.key}, std::move(module));
     }
 
@@ -192,8 +209,8 @@ struct Runtime::State {
                 return &load(ordinal, spec);
             } catch (const CompileError& error) {
                 spdlog::debug("{}\n{}", error.what(), error.log());
-                failure = VariantFailure{ErrorKind::compile_failed, summarize(error.what(), error.log()),
-                                         error.rejected()};
+                failure =
+                    VariantFailure{ErrorKind::compile_failed, summarize(error.what(), error.log()), error.rejected()};
             } catch (const Error& error) {
                 if (error.kind() != ErrorKind::load_failed) throw;
                 failure = VariantFailure{ErrorKind::load_failed, error.what()};

@@ -1,7 +1,8 @@
 // The runtime's bound on loaded kernels (FAJIT_MAX_LOADED_KERNELS), on the fake backend:
 // past it the least recently used kernel is unloaded, one the hot path keeps running gets a
-// second chance, the device is drained before a kernel is unloaded, an unloaded kernel comes
-// back on its next call, and calls racing the unloading always launch a loaded kernel.
+// second chance, the device is drained before a kernel is unloaded (also when the runtime
+// goes), an unloaded kernel comes back on its next call, and calls racing the unloading
+// always launch a loaded kernel.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -79,6 +80,15 @@ TEST_CASE("a kernel is unloaded only once the device has run the launches queued
     CHECK(bounded.counters->unloads == 1);
     CHECK(bounded.counters->unloads_with_work_queued == 0);
     CHECK(bounded.counters->queued_launches == 1);  // b's, launched after the drain
+}
+
+TEST_CASE("a runtime going away waits for the launches queued on its devices before unloading") {
+    BoundedRuntime bounded(Options{}.max_loaded_kernels);
+    bounded.call(a);
+    bounded.call(b);
+    bounded.runtime.reset();
+    CHECK(bounded.counters->unloads == 2);
+    CHECK(bounded.counters->unloads_with_work_queued == 0);
 }
 
 TEST_CASE("a kernel the hot path ran since the last look gets a second chance") {
