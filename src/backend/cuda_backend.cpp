@@ -430,7 +430,9 @@ public:
                                        const std::string& lowered_name) const override {
         const Driver& api = driver();
         if (!api.error.empty()) throw std::runtime_error(api.error);
-        const DeviceScope scope(device);
+        const CUcontext context = api.primary_context(device);
+        const ContextScope scope(context);
+        scope.check();
         CUmodule module;
         api.check_code(api.module_load(&module, code.data()), "cuModuleLoadData");
         CUfunction function;
@@ -444,8 +446,7 @@ public:
             api.module_unload(module);
             api.check(status, "cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)");
         }
-        return std::make_unique<CudaKernel>(api.primary_context(device), module, function,
-                                            static_cast<unsigned>(static_bytes));
+        return std::make_unique<CudaKernel>(context, module, function, static_cast<unsigned>(static_bytes));
     }
 
     void* allocate(int device, std::size_t bytes) const override {

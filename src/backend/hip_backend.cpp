@@ -195,23 +195,23 @@ void log_failed_release(const char* call, hipError_t status) noexcept {
 // Makes a device current on the calling thread for the scope's life, and the caller's
 // current again after: a library call must not change which device the caller's later
 // calls go to. Comparing first keeps the usual case (the caller's is the one wanted) to one
-// runtime call.
-class DeviceScope {
+// runtime call. For the paths that cannot throw; DeviceScope below throws.
+class CurrentDeviceScope {
 public:
-    explicit DeviceScope(int wanted) {
+    explicit CurrentDeviceScope(int wanted) {
         status_ = hip().get_device(&caller_);
         if (status_ == hipSuccess && caller_ != wanted) {
             status_ = hip().set_device(wanted);
             switched_ = status_ == hipSuccess;
         }
     }
-    ~DeviceScope() {
+    ~CurrentDeviceScope() {
         if (!switched_) return;
         if (hipError_t status = hip().set_device(caller_); status != hipSuccess)
             log_failed_release("hipSetDevice (the caller's device)", status);
     }
-    DeviceScope(const DeviceScope&) = delete;
-    DeviceScope& operator=(const DeviceScope&) = delete;
+    CurrentDeviceScope(const CurrentDeviceScope&) = delete;
+    CurrentDeviceScope& operator=(const CurrentDeviceScope&) = delete;
 
     // hipSuccess when the wanted device is current.
     hipError_t status() const { return status_; }
@@ -224,13 +224,19 @@ private:
     bool switched_ = false;
 };
 
+// The scope of a backend call on a device: the device is current within it, or it throws.
+class DeviceScope : public CurrentDeviceScope {
+public:
+    explicit DeviceScope(int ordinal) : CurrentDeviceScope(ordinal) { check(); }
+};
+
 class HipKernel final : public LoadedKernel {
 public:
     HipKernel(int device, hipModule_t module, hipFunction_t function)
         : device_(device), module_(module), function_(function) {}
     // The module was loaded with its device current, and is unloaded the same way.
     ~HipKernel() override {
-        const DeviceScope scope(device_);
+        const CurrentDeviceScope scope(device_);
         hipError_t status = scope.status();
         if (status == hipSuccess) status = hip().module_unload(module_);
         if (status != hipSuccess) log_failed_release("hipModuleUnload", status);
@@ -244,7 +250,7 @@ public:
         // Passing the argument struct as one buffer keeps the launch independent of its fields.
         void* config[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, const_cast<void*>(argument), HIP_LAUNCH_PARAM_BUFFER_SIZE,
                           &argument_bytes, HIP_LAUNCH_PARAM_END};
-        const DeviceScope scope(device_);
+        const CurrentDeviceScope scope(device_);
         hipError_t status = scope.status();
         if (status == hipSuccess)
             status = api.launch(function_, shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0], shape.block[1],
@@ -271,7 +277,6 @@ public:
     void record(void* stream) override {
         // The null stream means the default stream of the current device.
         const DeviceScope scope(device_);
-        scope.check();
         hip().check(hip().event_record(event_, static_cast<hipStream_t>(stream)), "hipEventRecord");
     }
 
@@ -327,7 +332,6 @@ public:
         const HipRuntime& api = hip();
         if (!api.error.empty()) throw std::runtime_error(api.error);
         const DeviceScope scope(device);
-        scope.check();
         hipModule_t module;
         api.check_code(api.module_load(&module, code.data()), "hipModuleLoadData");
         hipFunction_t function;
@@ -342,7 +346,6 @@ public:
         const HipRuntime& api = hip();
         if (!api.error.empty()) throw std::runtime_error(api.error);
         const DeviceScope scope(device);
-        scope.check();
         void* pointer = nullptr;
         api.check(api.memory_allocate(&pointer, bytes), "hipMalloc");
         return pointer;
@@ -350,19 +353,16 @@ public:
 
     void release(int device, void* pointer) const override {
         const DeviceScope scope(device);
-        scope.check();
         hip().check(hip().memory_free(pointer), "hipFree");
     }
 
     void upload(int device, void* destination, const void* source, std::size_t bytes) const override {
         const DeviceScope scope(device);
-        scope.check();
         hip().check(hip().copy(destination, source, bytes, hipMemcpyHostToDevice), "hipMemcpy");
     }
 
     void download(int device, void* destination, const void* source, std::size_t bytes, void* stream) const override {
         const DeviceScope scope(device);
-        scope.check();
         const auto queue = static_cast<hipStream_t>(stream);
         hip().check(hip().copy_async(destination, source, bytes, hipMemcpyDeviceToHost, queue), "hipMemcpyAsync");
         hip().check(hip().stream_synchronize(queue), "hipStreamSynchronize");
@@ -370,7 +370,6 @@ public:
 
     void fill(int device, void* destination, unsigned char byte, std::size_t bytes) const override {
         const DeviceScope scope(device);
-        scope.check();
         hip().check(hip().memset(destination, byte, bytes), "hipMemset");
     }
 
@@ -378,7 +377,6 @@ public:
         const HipRuntime& api = hip();
         if (!api.error.empty()) throw std::runtime_error(api.error);
         const DeviceScope scope(device);
-        scope.check();
         hipEvent_t event;
         api.check(api.event_create(&event), "hipEventCreate");
         return std::make_unique<HipEvent>(device, event);
@@ -390,7 +388,6 @@ public:
 
     void synchronize(int device) const override {
         const DeviceScope scope(device);
-        scope.check();
         hip().check(hip().synchronize(), "hipDeviceSynchronize");
     }
 };
