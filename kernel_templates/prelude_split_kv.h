@@ -5,9 +5,11 @@
 // row r / group of query head kv_head * group + r % group, so the whole GQA group
 // shares each read of K and V. When its waves have merged their partials into shared
 // memory (merged: O relative to frame[r], and each row's sum), fa_split_finish ends the
-// block. With one split it writes O and LSE; otherwise it writes its partial to the
-// workspace, and the last split of the (sequence, KV head) to arrive merges them all
-// through their LSE and resets its arrival counter for the next launch.
+// block. With one split it writes O and LSE. Otherwise the splits of a (sequence, KV
+// head) merge through their LSE, in one of two ways: launched as one thread-block cluster
+// (sm_90 on), they read each other's shared memory and each stores some of the rows;
+// else each writes its partial to the workspace, and the last to arrive merges them all
+// and resets its arrival counter for the next launch.
 
 // Where a decode block works (blockIdx is split, KV head, sequence): its KV head, the
 // GQA group, its sequence, the (query row, query head) pairs it packs (the rest of the
@@ -92,6 +94,112 @@ FAJIT_DEVICE bool fa_block_arrives_last(unsigned int* counter, unsigned int arri
 #endif
 }
 
+// One split's part of an element of O: its frame, its row's sum, its value.
+struct fa_split_part {
+    float frame, sum, value;
+};
+struct fa_merged_element {
+    float frame, sum, value;
+};
+
+// Merges an element of O over the splits through their LSE; part(j) reads split j's. The
+// merge is on the launch's critical path, so it reads the splits a chunk at a time, each
+// chunk's parts unconditional and in flight together (a split past the last repeats the
+// last and weighs nothing), the running value and total brought to a chunk's larger frame
+// as in the softmax. A split with no visible key has sum 0 and frame -inf, and weighs
+// nothing. Both ways of merging use it, in the same order, so they agree to the bit.
+template <class ReadPart>
+FAJIT_DEVICE fa_merged_element fa_merge_split_parts(int num_splits, ReadPart part) {
+    constexpr int chunk = 16;
+    fa_merged_element result{fa_neg_inf(), 0.0f, 0.0f};
+    for (int first = 0; first < num_splits; first += chunk) {
+        fa_split_part parts[chunk];
+#pragma unroll
+        for (int j = 0; j < chunk; ++j) parts[j] = part(min(first + j, num_splits - 1));
+        float chunk_largest = result.frame;
+#pragma unroll
+        for (int j = 0; j < chunk; ++j)
+            if (parts[j].sum > 0.0f) chunk_largest = fmaxf(chunk_largest, parts[j].frame);
+        if (chunk_largest == fa_neg_inf()) continue;  // no split so far saw a key
+        const float correction = result.frame == fa_neg_inf() ? 0.0f : fa_exp2(result.frame - chunk_largest);
+        result.sum *= correction;
+        result.value *= correction;
+        result.frame = chunk_largest;
+#pragma unroll
+        for (int j = 0; j < chunk; ++j) {
+            const bool weighs = first + j < num_splits && parts[j].sum > 0.0f;
+            const float factor = weighs ? fa_exp2(parts[j].frame - result.frame) : 0.0f;
+            result.sum += parts[j].sum * factor;
+            result.value += parts[j].value * factor;
+        }
+    }
+    return result;
+}
+
+#if FAJIT_NVIDIA && __CUDA_ARCH__ >= 900
+// Thread-block clusters (sm_90 on). A launch without one is a cluster of one block.
+FAJIT_DEVICE int fa_cluster_blocks() {
+    unsigned int blocks;
+    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
+    return static_cast<int>(blocks);
+}
+// Every thread of every block of the cluster: the shared-memory writes before it are
+// visible to the cluster's reads after it.
+FAJIT_DEVICE void fa_cluster_barrier() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The float at `local` (this block's shared memory) in the cluster's block `rank`.
+FAJIT_DEVICE float fa_cluster_load(const float* local, int rank) {
+    unsigned int remote;
+    const unsigned int address = static_cast<unsigned int>(__cvta_generic_to_shared(local));
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(address), "r"(rank));
+    float value;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(value) : "r"(remote) : "memory");
+    return value;
+}
+
+// The splits launched as one cluster (its x extent, so the cluster rank is blockIdx.x, the
+// split) merge through distributed shared memory: no partial goes through L2 and no block
+// waits on an arrival counter, the end of the launch that batch 1 pays for. Block b merges
+// rows b, b + splits, ... of every split's merged, frame and sum where they lie, and
+// leaves its rows merged in its own; the rest of its rows are not its to store.
+template <class Spec>
+FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, int packed_rows, float (*merged)[Spec::head_dim_v],
+                                      float* frame, float* sum) {
+    constexpr int value_dim = Spec::head_dim_v;
+    constexpr int threads = Spec::waves * FAJIT_WAVE_SIZE;
+    // Two splits or more, so a block merges at most half the rows (rounded up).
+    constexpr int per_thread = ((Spec::block_q + 1) / 2 * value_dim + threads - 1) / threads;
+    const int splits = p.num_splits, rank = static_cast<int>(blockIdx.x);
+    const int rows_here = packed_rows > rank ? (packed_rows - rank + splits - 1) / splits : 0;
+    fa_cluster_barrier();  // every split's rows complete (each block's barrier made them so within it)
+    fa_merged_element mine[per_thread];
+#pragma unroll
+    for (int k = 0; k < per_thread; ++k) {
+        const int i = static_cast<int>(threadIdx.x) + k * threads;
+        if (i >= rows_here * value_dim) continue;
+        const int r = rank + splits * (i / value_dim), d = i % value_dim;
+        mine[k] = fa_merge_split_parts(splits, [&](int j) {
+            return fa_split_part{fa_cluster_load(&frame[r], j), fa_cluster_load(&sum[r], j),
+                                 fa_cluster_load(&merged[r][d], j)};
+        });
+    }
+    fa_cluster_barrier();  // every block done reading the others: each may overwrite its rows, and leave
+#pragma unroll
+    for (int k = 0; k < per_thread; ++k) {
+        const int i = static_cast<int>(threadIdx.x) + k * threads;
+        if (i >= rows_here * value_dim) continue;
+        const int r = rank + splits * (i / value_dim), d = i % value_dim;
+        merged[r][d] = mine[k].value;
+        if (d == 0) {
+            frame[r] = mine[k].frame;
+            sum[r] = mine[k].sum;
+        }
+    }
+    __syncthreads();
+}
+#endif
+
 // Ends the block (see the top of this part); every thread of the block calls it, after
 // a barrier that makes merged, frame and sum complete. merges_splits is a shared flag.
 // Only the packed rows are published and merged: the tile's idle rows are never stored.
@@ -107,71 +215,54 @@ FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequenc
     const int waves = static_cast<int>(blockDim.x) / lanes;
     const int group = p.heads_q / p.heads_kv;
 
+    // The rows this block stores: every packed row, or in a cluster every splits-th.
+    int first_row = 0, row_step = 1;
     if (p.num_splits > 1) {
-        // Publish this split's partial, and let the last to arrive merge them all into
-        // merged, frame and sum, which then end the block as one split's would.
-        constexpr int partial_floats = rows * (value_dim + 2);
-        const long long pair = static_cast<long long>(blockIdx.z) * p.heads_kv + kv_head;
-        float* partials = p.split_partials + pair * p.num_splits * partial_floats;
-        float* mine = partials + blockIdx.x * partial_floats;
-        for (int i = threadIdx.x; i < packed_rows * value_dim; i += blockDim.x)
-            mine[i] = merged[i / value_dim][i % value_dim];
-        if (threadIdx.x < packed_rows) {
-            mine[rows * value_dim + threadIdx.x] = frame[threadIdx.x];
-            mine[rows * value_dim + rows + threadIdx.x] = sum[threadIdx.x];
-        }
-        if (!fa_block_arrives_last(p.split_arrivals + pair, static_cast<unsigned int>(p.num_splits), merges_splits))
-            return;
+#if FAJIT_NVIDIA && __CUDA_ARCH__ >= 900
+        if (fa_cluster_blocks() == p.num_splits) {
+            fa_merge_in_cluster<Spec>(p, packed_rows, merged, frame, sum);
+            first_row = static_cast<int>(blockIdx.x);
+            row_step = p.num_splits;
+        } else
+#endif
+        {
+            // Publish this split's partial, and let the last to arrive merge them all into
+            // merged, frame and sum, which then end the block as one split's would.
+            constexpr int partial_floats = rows * (value_dim + 2);
+            const long long pair = static_cast<long long>(blockIdx.z) * p.heads_kv + kv_head;
+            float* partials = p.split_partials + pair * p.num_splits * partial_floats;
+            float* mine = partials + blockIdx.x * partial_floats;
+            for (int i = threadIdx.x; i < packed_rows * value_dim; i += blockDim.x)
+                mine[i] = merged[i / value_dim][i % value_dim];
+            if (threadIdx.x < packed_rows) {
+                mine[rows * value_dim + threadIdx.x] = frame[threadIdx.x];
+                mine[rows * value_dim + rows + threadIdx.x] = sum[threadIdx.x];
+            }
+            if (!fa_block_arrives_last(p.split_arrivals + pair, static_cast<unsigned int>(p.num_splits), merges_splits))
+                return;
 
-        // A thread an element of O: the merge is on the launch's critical path, so every
-        // thread takes part, and it reads the splits a chunk at a time in one pass, each
-        // chunk's frames, sums and values unconditional and in flight together (a split
-        // past the last repeats the last and weighs nothing), the running value and total
-        // brought to a chunk's larger frame as in the softmax. Volatile: the partials were
-        // written by other blocks during this launch. A split with no visible key has sum
-        // 0 and frame -inf, and weighs nothing.
-        constexpr int chunk = 16;
-        const volatile float* all = partials;
-        for (int i = threadIdx.x; i < packed_rows * value_dim; i += blockDim.x) {
-            const int r = i / value_dim, d = i % value_dim;
-            float largest = fa_neg_inf(), total = 0.0f, value = 0.0f;
-            for (int first = 0; first < p.num_splits; first += chunk) {
-                float split_frame[chunk], split_sum[chunk], split_value[chunk];
-#pragma unroll
-                for (int j = 0; j < chunk; ++j) {
-                    const volatile float* split = all + min(first + j, p.num_splits - 1) * partial_floats;
-                    split_frame[j] = split[rows * value_dim + r];
-                    split_sum[j] = split[rows * value_dim + rows + r];
-                    split_value[j] = split[r * value_dim + d];
-                }
-                float chunk_largest = largest;
-#pragma unroll
-                for (int j = 0; j < chunk; ++j)
-                    if (split_sum[j] > 0.0f) chunk_largest = fmaxf(chunk_largest, split_frame[j]);
-                if (chunk_largest == fa_neg_inf()) continue;  // no split so far saw a key
-                const float correction = largest == fa_neg_inf() ? 0.0f : fa_exp2(largest - chunk_largest);
-                total *= correction;
-                value *= correction;
-                largest = chunk_largest;
-#pragma unroll
-                for (int j = 0; j < chunk; ++j) {
-                    const bool weighs = first + j < p.num_splits && split_sum[j] > 0.0f;
-                    const float factor = weighs ? fa_exp2(split_frame[j] - largest) : 0.0f;
-                    total += split_sum[j] * factor;
-                    value += split_value[j] * factor;
+            // A thread an element of O, every thread taking part. Volatile: the partials
+            // were written by other blocks during this launch.
+            const volatile float* all = partials;
+            for (int i = threadIdx.x; i < packed_rows * value_dim; i += blockDim.x) {
+                const int r = i / value_dim, d = i % value_dim;
+                const fa_merged_element element = fa_merge_split_parts(p.num_splits, [&](int j) {
+                    const volatile float* split = all + j * partial_floats;
+                    return fa_split_part{split[rows * value_dim + r], split[rows * value_dim + rows + r],
+                                         split[r * value_dim + d]};
+                });
+                merged[r][d] = element.value;
+                if (d == 0) {
+                    frame[r] = element.frame;
+                    sum[r] = element.sum;
                 }
             }
-            merged[r][d] = value;
-            if (d == 0) {
-                frame[r] = largest;
-                sum[r] = total;
-            }
+            if (threadIdx.x == 0) p.split_arrivals[pair] = 0u;  // ready for the next launch
+            __syncthreads();
         }
-        if (threadIdx.x == 0) p.split_arrivals[pair] = 0u;  // ready for the next launch
-        __syncthreads();
     }
 
-    for (int r = wave; r < packed_rows; r += waves) {
+    for (int r = first_row + wave * row_step; r < packed_rows; r += waves * row_step) {
         float row_out[dims_per_lane];
         for (int c = 0; c < dims_per_lane; ++c) {
             const int d = lane + c * lanes;

@@ -101,6 +101,8 @@ typedef struct fajit_runtime fajit_runtime;
  *   FAJIT_PROGRAMMATIC_LAUNCH  1 (default): on sm_90 and later each kernel is launched as a
  *                         programmatic dependent of the kernel before it in the stream (placed
  *                         while that one drains; it waits for it before touching memory); 0: not
+ *   FAJIT_CLUSTER_MERGE   1 (default): on sm_90 and later the splits of a split-KV decode launch
+ *                         merge within a thread-block cluster where one holds them; 0: through L2
  *   FAJIT_REMOTE_CACHE    redis://host[:port][/db] or unix:///path[?db=N]: the fleet cache
  *                         behind the disk cache (README, "Fleet cache")
  *   FAJIT_REMOTE_CACHE_KEY  sign stored entries (HMAC-SHA256); refuse unsigned or wrongly

@@ -75,6 +75,12 @@ struct Options {
     // touches memory, until the kernels before it have finished. Off: ordinary launches,
     // for A/B measurements.
     bool programmatic_launch = true;
+    // FAJIT_CLUSTER_MERGE (default on): on sm_90 and later, a split-KV decode launch whose
+    // splits of a (sequence, KV head) fit one thread-block cluster, with every cluster
+    // resident at once, is launched so, and the splits merge through each other's shared
+    // memory instead of through L2 and an arrival counter. Off: the counter's merge, for
+    // A/B measurements.
+    bool cluster_merge = true;
 
     // The fleet cache: a store machines share behind the disk cache (README "Fleet cache").
     // FAJIT_REMOTE_CACHE: redis://host[:port][/db] or unix:///path[?db=N]; empty: none.

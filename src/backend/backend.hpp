@@ -56,6 +56,10 @@ struct LaunchShape {
     // may start while the stream's kernel before it drains, and waits in its first
     // statement (fa_wait_for_prior_kernels) until that one has finished.
     bool programmatic = false;
+    // Blocks along x launched as one thread-block cluster (CUDA sm_90 on; 1: none). Kernels
+    // read their cluster's size themselves and are right either way, so what a backend
+    // cannot launch so, it refuses; ask LoadedKernel::clusters_held first.
+    unsigned cluster_blocks = 1;
 };
 
 // A tensor of 16-bit elements [batch, heads, rows, columns] with contiguous columns, and
@@ -78,6 +82,10 @@ public:
     // (hipStream_t / CUstream, null for the default stream). Returns an error
     // message, empty on success.
     virtual std::string launch(const LaunchShape&, const void* argument, std::size_t argument_bytes, void* stream) = 0;
+    // How many clusters of shape.cluster_blocks blocks of this kernel, with shape's block
+    // and shared memory, the device runs at once: 0 where it cannot launch them at all
+    // (no clusters in this backend, driver or device, or too large a cluster).
+    virtual int clusters_held(const LaunchShape&) { return 0; }
 };
 
 // A point in a stream's queue of work. Two of them time the work queued between them,

@@ -4,6 +4,7 @@
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
@@ -118,8 +119,10 @@ struct Driver {
     decltype(&cuFuncSetAttribute) function_attribute = nullptr;
     decltype(&cuFuncGetAttribute) function_get_attribute = nullptr;
     decltype(&cuLaunchKernel) launch = nullptr;
-    // Drivers before CUDA 12 lack it; launches are then ordinary ones (LaunchShape::programmatic).
+    // Drivers before CUDA 12 lack these two; launches are then ordinary ones
+    // (LaunchShape::programmatic), and none is a cluster (LoadedKernel::clusters_held).
     decltype(&cuLaunchKernelEx) launch_with_attributes = nullptr;
+    decltype(&cuOccupancyMaxActiveClusters) max_active_clusters = nullptr;
     decltype(&cuGetErrorString) error_string = nullptr;
     decltype(&cuMemAlloc) memory_allocate = nullptr;
     decltype(&cuMemFree) memory_free = nullptr;
@@ -167,6 +170,7 @@ struct Driver {
         }
         library.bind(encode_tiled, "cuTensorMapEncodeTiled");      // optional: null where missing
         library.bind(launch_with_attributes, "cuLaunchKernelEx");  // optional as well
+        library.bind(max_active_clusters, "cuOccupancyMaxActiveClusters");
         if (CUresult status = init(0); status != CUDA_SUCCESS) {
             error = "cuInit failed: " + describe(status);
             return;
@@ -302,38 +306,26 @@ public:
         const ContextScope scope(context_);
         if (scope.status() != CUDA_SUCCESS)
             return "making the kernel's context current: " + api.describe(scope.status());
-        // Past 48 KiB of static and dynamic shared memory together, a block needs the
-        // opt-in: a kernel's static arrays (an emulation's scratch) count too. It is set
-        // once, not before every launch: a decode call is short enough that a driver call
-        // shows. A spec's layout fixes the size, so calls on several threads store one value.
-        if (static_bytes_ + shape.shared_bytes > 48u * 1024u &&
-            shape.shared_bytes != opted_in_bytes_.load(std::memory_order_relaxed)) {
-            CUresult status = api.function_attribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                     static_cast<int>(shape.shared_bytes));
-            if (status != CUDA_SUCCESS) return "cuFuncSetAttribute: " + api.describe(status);
-            opted_in_bytes_.store(shape.shared_bytes, std::memory_order_relaxed);
-        }
+        if (std::string error = opt_in(shape); !error.empty()) return error;
         // The kernel's one parameter, which the driver places where the kernel expects it.
         // Not as a parameter buffer: that is copied to the start of the parameter space, and
         // fa_params, 64-byte aligned for its tensor maps, starts 48 bytes in on sm_90a
         // (the space begins at 0x210; the cubin's KPARAM_INFO gives offset 48).
         (void)argument_bytes;  // the driver knows the parameter's size from the kernel
         void* parameters[] = {const_cast<void*>(argument)};
+        if (shape.cluster_blocks > 1 && !api.launch_with_attributes)
+            return "a cluster launch needs cuLaunchKernelEx, which this driver lacks";
+        CUlaunchAttribute attributes[2] = {};
+        unsigned count = 0;
         if (shape.programmatic && api.launch_with_attributes) {
-            CUlaunchAttribute programmatic{};
-            programmatic.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-            programmatic.value.programmaticStreamSerializationAllowed = 1;
-            CUlaunchConfig config{};
-            config.gridDimX = shape.grid[0];
-            config.gridDimY = shape.grid[1];
-            config.gridDimZ = shape.grid[2];
-            config.blockDimX = shape.block[0];
-            config.blockDimY = shape.block[1];
-            config.blockDimZ = shape.block[2];
-            config.sharedMemBytes = shape.shared_bytes;
-            config.hStream = static_cast<CUstream>(stream);
-            config.attrs = &programmatic;
-            config.numAttrs = 1;
+            attributes[count].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            attributes[count++].value.programmaticStreamSerializationAllowed = 1;
+        }
+        if (shape.cluster_blocks > 1) attributes[count++] = cluster_attribute(shape);
+        if (count > 0) {
+            CUlaunchConfig config = launch_config(shape, stream);
+            config.attrs = attributes;
+            config.numAttrs = count;
             const CUresult status = api.launch_with_attributes(&config, function_, parameters, nullptr);
             return status == CUDA_SUCCESS ? std::string{} : "cuLaunchKernelEx: " + api.describe(status);
         }
@@ -343,12 +335,76 @@ public:
         return status == CUDA_SUCCESS ? std::string{} : "cuLaunchKernel: " + api.describe(status);
     }
 
+    // Asked once per cluster size: the answer depends only on the kernel, whose block and
+    // shared memory a spec fixes, and a decode call is short enough that a driver call shows.
+    int clusters_held(const LaunchShape& shape) override {
+        const Driver& api = driver();
+        if (shape.cluster_blocks < 2 || shape.cluster_blocks >= clusters_held_.size() || !api.launch_with_attributes ||
+            !api.max_active_clusters)
+            return 0;
+        std::atomic<int>& known = clusters_held_[shape.cluster_blocks];
+        if (int known_plus_one = known.load(std::memory_order_relaxed); known_plus_one > 0) return known_plus_one - 1;
+        const ContextScope scope(context_);
+        int held = 0;
+        if (scope.status() == CUDA_SUCCESS && opt_in(shape).empty()) {
+            // Past 8 blocks (the portable size) a cluster needs the kernel's leave.
+            const bool allowed = shape.cluster_blocks <= 8 ||
+                                 api.function_attribute(function_, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                                                        1) == CUDA_SUCCESS;
+            CUlaunchConfig config = launch_config(shape, nullptr);
+            CUlaunchAttribute cluster = cluster_attribute(shape);
+            config.attrs = &cluster;
+            config.numAttrs = 1;
+            if (!allowed || api.max_active_clusters(&held, function_, &config) != CUDA_SUCCESS) held = 0;
+        }
+        known.store(held + 1, std::memory_order_relaxed);
+        return held;
+    }
+
 private:
+    // Past 48 KiB of static and dynamic shared memory together, a block needs the opt-in:
+    // a kernel's static arrays (an emulation's scratch) count too. It is set once, not
+    // before every launch: a decode call is short enough that a driver call shows. A spec's
+    // layout fixes the size, so calls on several threads store one value. The kernel's
+    // context is current.
+    std::string opt_in(const LaunchShape& shape) {
+        if (static_bytes_ + shape.shared_bytes <= 48u * 1024u ||
+            shape.shared_bytes == opted_in_bytes_.load(std::memory_order_relaxed))
+            return {};
+        CUresult status = driver().function_attribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                      static_cast<int>(shape.shared_bytes));
+        if (status != CUDA_SUCCESS) return "cuFuncSetAttribute: " + driver().describe(status);
+        opted_in_bytes_.store(shape.shared_bytes, std::memory_order_relaxed);
+        return {};
+    }
+    static CUlaunchConfig launch_config(const LaunchShape& shape, void* stream) {
+        CUlaunchConfig config{};
+        config.gridDimX = shape.grid[0];
+        config.gridDimY = shape.grid[1];
+        config.gridDimZ = shape.grid[2];
+        config.blockDimX = shape.block[0];
+        config.blockDimY = shape.block[1];
+        config.blockDimZ = shape.block[2];
+        config.sharedMemBytes = shape.shared_bytes;
+        config.hStream = static_cast<CUstream>(stream);
+        return config;
+    }
+    static CUlaunchAttribute cluster_attribute(const LaunchShape& shape) {
+        CUlaunchAttribute cluster{};
+        cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        cluster.value.clusterDim.x = shape.cluster_blocks;
+        cluster.value.clusterDim.y = 1;
+        cluster.value.clusterDim.z = 1;
+        return cluster;
+    }
+
     CUcontext context_;
     CUmodule module_;
     CUfunction function_;
     unsigned static_bytes_;                    // the kernel's static shared memory
     std::atomic<unsigned> opted_in_bytes_{0};  // the dynamic shared memory last opted in to
+    // By cluster size: one more than how many the device holds at once, 0 until asked.
+    std::array<std::atomic<int>, 17> clusters_held_{};
 };
 
 class CudaEvent final : public DeviceEvent {

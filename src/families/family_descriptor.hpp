@@ -71,7 +71,9 @@ struct FamilyDescriptor {
     LaunchShape (*launch_shape)(const KernelSpec&, const AttentionArgs&, const SharedLayout&, int compute_units,
                                 int num_splits);
     // Families that split the key range: the plan of one call. requested_splits > 0 pins
-    // the count (FAJIT_DECODE_SPLITS); 0 lets the shape and the compute units decide.
+    // the count (FAJIT_DECODE_SPLITS); 0 lets the shape and the compute units decide. Their
+    // launches put the splits on the grid's x extent, and their blocks end in
+    // fa_split_finish (prelude_split_kv.h), which merges within a cluster when launched as one.
     SplitPlan (*plan_splits)(const KernelSpec&, const AttentionArgs&, int compute_units,
                              int requested_splits) = nullptr;
     // Whether the kernel copies dense calls' Q, K and V through tensor maps (TMA) when the

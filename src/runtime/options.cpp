@@ -15,7 +15,7 @@ constexpr std::string_view setting_names[] = {
     "FAJIT_CACHE_DIR", "FAJIT_CACHE_MAX_SIZE", "FAJIT_CACHE_DISABLE", "FAJIT_TEMPLATE_DIR", "FAJIT_LOG_LEVEL",
     "FAJIT_DEBUG_COUNTERS", "FAJIT_FAMILY", "FAJIT_FORCE_FALLBACK", "FAJIT_TILE", "FAJIT_STRICT",
     "FAJIT_MAX_LOADED_KERNELS", "FAJIT_CHECK_INDICES", "FAJIT_DECODE_SPLITS", "FAJIT_TENSOR_MAPS",
-    "FAJIT_PROGRAMMATIC_LAUNCH",
+    "FAJIT_PROGRAMMATIC_LAUNCH", "FAJIT_CLUSTER_MERGE",
     // The fleet cache.
     "FAJIT_REMOTE_CACHE", "FAJIT_REMOTE_CACHE_KEY", "FAJIT_REMOTE_CACHE_CONNECT_TIMEOUT", "FAJIT_REMOTE_CACHE_TIMEOUT",
     "FAJIT_REMOTE_CACHE_BACKOFF"};
@@ -173,6 +173,8 @@ Options Options::from_environment(const Overrides& overrides) {
     if (auto maps = environment("FAJIT_TENSOR_MAPS")) options.tensor_maps = parse_flag("FAJIT_TENSOR_MAPS", *maps);
     if (auto programmatic = environment("FAJIT_PROGRAMMATIC_LAUNCH"))
         options.programmatic_launch = parse_flag("FAJIT_PROGRAMMATIC_LAUNCH", *programmatic);
+    if (auto cluster = environment("FAJIT_CLUSTER_MERGE"))
+        options.cluster_merge = parse_flag("FAJIT_CLUSTER_MERGE", *cluster);
     if (auto splits = environment("FAJIT_DECODE_SPLITS")) {
         const auto count = parse_whole_number<unsigned>(*splits);
         if (!count || *count > 64)

@@ -97,6 +97,52 @@ TEST_CASE("each decode family matches the f64 reference with one split, a few an
     }
 }
 
+TEST_CASE("the splits of a KV head merge to the same bits within a cluster as through L2") {
+    if (skip_without_device()) return;
+    if (sm_version(gpu_test_arch()) < 90) {
+        std::printf("skipped: %s has no thread-block clusters (sm_90 and later)\n", gpu_test_arch().c_str());
+        return;
+    }
+    for (const std::string& family : families_on(gpu_test_arch(), FamilyKind::decode)) {
+        int cases = 0;
+        std::uint64_t seed = 1700;
+        // 16: the largest cluster; 2: each block stores half the rows; 5: a share that
+        // leaves some blocks a row fewer (or none: 4 packed rows at GQA 4).
+        for (const int splits : {2, 5, 16})
+            for (const int group : {1, 4, 8}) {
+                const KernelSpec spec = decode_spec(family, gpu_test_arch(), group, 128, DType::bf16,
+                                                    CausalMode::bottom_right, KvLayout::dense, 0);
+                CaseShape shape;
+                shape.batch = 2;
+                shape.heads_kv = 2;
+                shape.heads_q = 2 * group;
+                shape.len_q = 1;
+                shape.len_k = 4000 + splits;
+                shape.head_dim = 128;
+                shape.dtype = DType::bf16;
+                shape.causal = CausalMode::bottom_right;
+                shape.scale = 4.0f / std::sqrt(128.0f);
+                const CaseInputs inputs = random_inputs(shape, seed++);
+                Outputs merged[2];
+                for (const bool in_cluster : {true, false}) {
+                    Options options = gpu_test_options(false);
+                    options.decode_splits = splits;
+                    options.cluster_merge = in_cluster;
+                    Runtime runtime(options);
+                    merged[in_cluster] = run_on_device(runtime, spec, shape, inputs).outputs;
+                }
+                CAPTURE(to_string(spec));
+                CAPTURE(splits);
+                CHECK(merged[true].o == merged[false].o);
+                CHECK(merged[true].lse == merged[false].lse);
+                CHECK(compare(shape, merged[true], reference_attention(shape, inputs), output_tolerance(shape, inputs))
+                          .bad_elements == 0);
+                ++cases;
+            }
+        std::printf("%s: %d cases merged in a cluster and through L2\n", family.c_str(), cases);
+    }
+}
+
 TEST_CASE("the dispatcher sends decode to a decode family and prefill to the prefill families") {
     if (skip_without_device()) return;
     AttentionArgs args;

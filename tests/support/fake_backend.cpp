@@ -17,7 +17,8 @@ bool contains_any(const std::string& text, const std::vector<std::string>& needl
 
 class FakeKernel : public LoadedKernel {
 public:
-    explicit FakeKernel(std::shared_ptr<FakeBackendCounters> counters) : counters_(std::move(counters)) {}
+    FakeKernel(std::shared_ptr<FakeBackendCounters> counters, int clusters_held)
+        : counters_(std::move(counters)), clusters_held_(clusters_held) {}
     ~FakeKernel() override {
         counters_->unloads.fetch_add(1);
         if (counters_->queued_launches > 0) counters_->unloads_with_work_queued.fetch_add(1);
@@ -32,9 +33,13 @@ public:
         counters_->last_shape = shape;
         return {};
     }
+    int clusters_held(const LaunchShape& shape) override {
+        return shape.cluster_blocks >= 2 && shape.cluster_blocks <= 16 ? clusters_held_ : 0;
+    }
 
 private:
     std::shared_ptr<FakeBackendCounters> counters_;
+    int clusters_held_;
 };
 
 // Host time stands in for device time: fake kernels take none.
@@ -97,7 +102,7 @@ public:
         if (contains_any(lowered_name, config_.failing_loads))
             throw CodeRejected("the fake loader refuses " + lowered_name);
         if (out_of_memory_loads_left_.fetch_sub(1) > 0) throw std::runtime_error("the fake loader is out of memory");
-        return std::make_unique<FakeKernel>(counters_);
+        return std::make_unique<FakeKernel>(counters_, config_.clusters_held);
     }
 
     // Host memory stands in for device memory: fake kernels never touch it. An ordinal the

@@ -47,6 +47,9 @@ struct FakeBackendConfig {
     int failing_fills = 0;          // the first this many fills write nothing and fail
     // Whether it encodes tensor maps; an encoded map holds the TensorMapRequest's bytes.
     bool tensor_maps = true;
+    // How many clusters of 2 to 16 blocks its device runs at once (0: none, as on a GPU
+    // without clusters).
+    int clusters_held = 0;
 };
 
 std::unique_ptr<Backend> make_fake_backend(FakeBackendConfig, std::shared_ptr<FakeBackendCounters>);
