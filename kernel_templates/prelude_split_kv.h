@@ -148,11 +148,13 @@ FAJIT_DEVICE int fa_cluster_blocks() {
 FAJIT_DEVICE void fa_cluster_barrier() {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
-// The float at `local` (this block's shared memory) in the cluster's block `rank`.
-FAJIT_DEVICE float fa_cluster_load(const float* local, int rank) {
+// The address in the cluster's block `rank` of this block's shared-window address `local`.
+FAJIT_DEVICE unsigned int fa_cluster_address(unsigned int local, int rank) {
     unsigned int remote;
-    const unsigned int address = static_cast<unsigned int>(__cvta_generic_to_shared(local));
-    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(address), "r"(rank));
+    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+    return remote;
+}
+FAJIT_DEVICE float fa_cluster_load(unsigned int remote) {
     float value;
     asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(value) : "r"(remote) : "memory");
     return value;
@@ -162,7 +164,7 @@ FAJIT_DEVICE float fa_cluster_load(const float* local, int rank) {
 // split) merge through distributed shared memory: no partial goes through L2 and no block
 // waits on an arrival counter, the end of the launch that batch 1 pays for. Block b merges
 // rows b, b + splits, ... of every split's merged, frame and sum where they lie, and
-// leaves its rows merged in its own; the rest of its rows are not its to store.
+// leaves those rows merged in its own; the rest of its rows are not its to store.
 template <class Spec>
 FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, int packed_rows, float (*merged)[Spec::head_dim_v],
                                       float* frame, float* sum) {
@@ -172,31 +174,45 @@ FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, int packed_rows, float
     constexpr int per_thread = ((Spec::block_q + 1) / 2 * value_dim + threads - 1) / threads;
     const int splits = p.num_splits, rank = static_cast<int>(blockIdx.x);
     const int rows_here = packed_rows > rank ? (packed_rows - rank + splits - 1) / splits : 0;
+    const auto shared_address = [](const void* at) { return static_cast<unsigned int>(__cvta_generic_to_shared(at)); };
     fa_cluster_barrier();  // every split's rows complete (each block's barrier made them so within it)
-    fa_merged_element mine[per_thread];
+    // No other block reads this block's rows, so a thread writes its merged value over its
+    // own split's as soon as it has it; only a row's frame and sum, which every thread of
+    // the row reads here, wait for the block's barrier. (Holding the values until a barrier
+    // instead spilled at d=64 with every feature, sm_90a.)
+    float row_frame[per_thread], row_sum[per_thread];
 #pragma unroll
     for (int k = 0; k < per_thread; ++k) {
         const int i = static_cast<int>(threadIdx.x) + k * threads;
         if (i >= rows_here * value_dim) continue;
         const int r = rank + splits * (i / value_dim), d = i % value_dim;
-        mine[k] = fa_merge_split_parts(splits, [&](int j) {
-            return fa_split_part{fa_cluster_load(&frame[r], j), fa_cluster_load(&sum[r], j),
-                                 fa_cluster_load(&merged[r][d], j)};
+        // One mapped address a split, and offsets from it: an address mapped per load took
+        // registers enough to spill (4 bytes at d=64 with every feature, sm_90a).
+        const unsigned int base = shared_address(merged);
+        const unsigned int at_frame = shared_address(&frame[r]) - base, at_sum = shared_address(&sum[r]) - base,
+                           at_value = shared_address(&merged[r][d]) - base;
+        const fa_merged_element element = fa_merge_split_parts(splits, [&](int j) {
+            const unsigned int split = fa_cluster_address(base, j);
+            return fa_split_part{fa_cluster_load(split + at_frame), fa_cluster_load(split + at_sum),
+                                 fa_cluster_load(split + at_value)};
         });
+        merged[r][d] = element.value;
+        row_frame[k] = element.frame;
+        row_sum[k] = element.sum;
     }
-    fa_cluster_barrier();  // every block done reading the others: each may overwrite its rows, and leave
+    __syncthreads();  // every frame and sum of this block's rows read
 #pragma unroll
     for (int k = 0; k < per_thread; ++k) {
         const int i = static_cast<int>(threadIdx.x) + k * threads;
-        if (i >= rows_here * value_dim) continue;
-        const int r = rank + splits * (i / value_dim), d = i % value_dim;
-        merged[r][d] = mine[k].value;
-        if (d == 0) {
-            frame[r] = mine[k].frame;
-            sum[r] = mine[k].sum;
+        if (i < rows_here * value_dim && i % value_dim == 0) {
+            const int r = rank + splits * (i / value_dim);
+            frame[r] = row_frame[k];
+            sum[r] = row_sum[k];
         }
     }
-    __syncthreads();
+    // Every block done reading the others before any leaves; within this block, the rows'
+    // frames and sums written before it are read after it.
+    fa_cluster_barrier();
 }
 #endif
 
