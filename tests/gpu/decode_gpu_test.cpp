@@ -97,7 +97,7 @@ TEST_CASE("each decode family matches the f64 reference with one split, a few an
     }
 }
 
-TEST_CASE("the splits of a KV head merge to the same bits within a cluster as through L2") {
+TEST_CASE("the splits of a KV head merge within a cluster as through L2, to the bit where the kernel is deterministic") {
     if (skip_without_device()) return;
     if (sm_version(gpu_test_arch()) < 90) {
         std::printf("skipped: %s has no thread-block clusters (sm_90 and later)\n", gpu_test_arch().c_str());
@@ -133,8 +133,12 @@ TEST_CASE("the splits of a KV head merge to the same bits within a cluster as th
                 }
                 CAPTURE(to_string(spec));
                 CAPTURE(splits);
-                CHECK(merged[true].o == merged[false].o);
-                CHECK(merged[true].lse == merged[false].lse);
+                // decode-split's waves meet through shared-memory float atomics, in no fixed
+                // order, so its partials (and outputs) may differ in the last bit from run to run.
+                if (family == "decode-mma") {
+                    CHECK(merged[true].o == merged[false].o);
+                    CHECK(merged[true].lse == merged[false].lse);
+                }
                 CHECK(compare(shape, merged[true], reference_attention(shape, inputs), output_tolerance(shape, inputs))
                           .bad_elements == 0);
                 ++cases;
