@@ -94,11 +94,9 @@ FAJIT_DEVICE bool fa_block_arrives_last(unsigned int* counter, unsigned int arri
 #endif
 }
 
-// One split's part of an element of O: its frame, its row's sum, its value.
+// An element of O relative to a frame, with its row's sum: one split's part, or the merge
+// of all of them.
 struct fa_split_part {
-    float frame, sum, value;
-};
-struct fa_merged_element {
     float frame, sum, value;
 };
 
@@ -109,9 +107,9 @@ struct fa_merged_element {
 // as in the softmax. A split with no visible key has sum 0 and frame -inf, and weighs
 // nothing. Both ways of merging use it, in the same order, so they agree to the bit.
 template <class ReadPart>
-FAJIT_DEVICE fa_merged_element fa_merge_split_parts(int num_splits, ReadPart part) {
+FAJIT_DEVICE fa_split_part fa_merge_split_parts(int num_splits, ReadPart part) {
     constexpr int chunk = 16;
-    fa_merged_element result{fa_neg_inf(), 0.0f, 0.0f};
+    fa_split_part result{fa_neg_inf(), 0.0f, 0.0f};
     for (int first = 0; first < num_splits; first += chunk) {
         fa_split_part parts[chunk];
 #pragma unroll
@@ -191,7 +189,7 @@ FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, int packed_rows, float
         const unsigned int base = shared_address(merged);
         const unsigned int at_frame = shared_address(&frame[r]) - base, at_sum = shared_address(&sum[r]) - base,
                            at_value = shared_address(&merged[r][d]) - base;
-        const fa_merged_element element = fa_merge_split_parts(splits, [&](int j) {
+        const fa_split_part element = fa_merge_split_parts(splits, [&](int j) {
             const unsigned int split = fa_cluster_address(base, j);
             return fa_split_part{fa_cluster_load(split + at_frame), fa_cluster_load(split + at_sum),
                                  fa_cluster_load(split + at_value)};
@@ -262,7 +260,7 @@ FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequenc
             const volatile float* all = partials;
             for (int i = threadIdx.x; i < packed_rows * value_dim; i += blockDim.x) {
                 const int r = i / value_dim, d = i % value_dim;
-                const fa_merged_element element = fa_merge_split_parts(p.num_splits, [&](int j) {
+                const fa_split_part element = fa_merge_split_parts(p.num_splits, [&](int j) {
                     const volatile float* split = all + j * partial_floats;
                     return fa_split_part{split[rows * value_dim + r], split[rows * value_dim + rows + r],
                                          split[r * value_dim + d]};

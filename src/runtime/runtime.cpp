@@ -125,7 +125,7 @@ struct Runtime::State {
         LaunchShape shape = launch_shape(spec, args, compute_units, workspace.num_splits);
         shape.programmatic = options.programmatic_launch && sm_version(spec.arch) >= 90;
         if (workspace.num_splits > 1 && options.cluster_merge && sm_version(spec.arch) >= 90)
-            shape.cluster_blocks = splits_cluster(kernel, shape, workspace.num_splits);
+            shape.cluster_blocks = splits_cluster(kernel, shape);
         if (auto error = kernel.launch(shape, &arguments, sizeof arguments, stream); !error.empty())
             throw Error(ErrorKind::launch_failed, "launching " + to_string(spec) + ": " + error);
     }
@@ -133,8 +133,8 @@ struct Runtime::State {
     // The splits of each (sequence, KV head) as one cluster (the grid's x extent), where the
     // device holds every cluster of the launch at once: the split plan fills one wave of
     // blocks, and clusters left waiting for a second wave would cost as long as the first.
-    static unsigned splits_cluster(LoadedKernel& kernel, LaunchShape shape, int num_splits) {
-        shape.cluster_blocks = static_cast<unsigned>(num_splits);
+    static unsigned splits_cluster(LoadedKernel& kernel, LaunchShape shape) {
+        shape.cluster_blocks = shape.grid[0];
         const long long clusters = static_cast<long long>(shape.grid[1]) * shape.grid[2];
         return kernel.clusters_held(shape) >= clusters ? shape.cluster_blocks : 1u;
     }
