@@ -94,24 +94,31 @@ FAJIT_DEVICE bool fa_block_arrives_last(unsigned int* counter, unsigned int arri
 #endif
 }
 
-// An element of O relative to a frame, with its row's sum: one split's part, or the merge
-// of all of them.
+// Adjacent elements of O (columns of them) relative to their row's frame, with the row's
+// sum: one split's part, or the merge of all of them.
+template <int columns>
 struct fa_split_part {
-    float frame, sum, value;
+    float frame, sum;
+    float value[columns];
 };
 
-// Merges an element of O over the splits through their LSE; part(j) reads split j's. The
-// merge is on the launch's critical path, so it reads the splits a chunk at a time, each
-// chunk's parts unconditional and in flight together (a split past the last repeats the
-// last and weighs nothing), the running value and total brought to a chunk's larger frame
-// as in the softmax. A split with no visible key has sum 0 and frame -inf, and weighs
-// nothing. Both ways of merging use it, in the same order, so they agree to the bit.
-template <class ReadPart>
-FAJIT_DEVICE fa_split_part fa_merge_split_parts(int num_splits, ReadPart part) {
+// Merges columns of O's elements over the splits through their LSE; part(j) reads split
+// j's. The merge is on the launch's critical path, so it reads the splits a chunk at a
+// time, each chunk's parts unconditional and in flight together (a split past the last
+// repeats the last and weighs nothing), the running values and total brought to a chunk's
+// larger frame as in the softmax. A split with no visible key has sum 0 and frame -inf,
+// and weighs nothing. Both ways of merging use it, each column in the same order, so they
+// agree to the bit.
+template <int columns, class ReadPart>
+FAJIT_DEVICE fa_split_part<columns> fa_merge_split_parts(int num_splits, ReadPart part) {
     constexpr int chunk = 16;
-    fa_split_part result{fa_neg_inf(), 0.0f, 0.0f};
+    fa_split_part<columns> result;
+    result.frame = fa_neg_inf();
+    result.sum = 0.0f;
+#pragma unroll
+    for (int c = 0; c < columns; ++c) result.value[c] = 0.0f;
     for (int first = 0; first < num_splits; first += chunk) {
-        fa_split_part parts[chunk];
+        fa_split_part<columns> parts[chunk];
 #pragma unroll
         for (int j = 0; j < chunk; ++j) parts[j] = part(min(first + j, num_splits - 1));
         float chunk_largest = result.frame;
@@ -121,14 +128,16 @@ FAJIT_DEVICE fa_split_part fa_merge_split_parts(int num_splits, ReadPart part) {
         if (chunk_largest == fa_neg_inf()) continue;  // no split so far saw a key
         const float correction = result.frame == fa_neg_inf() ? 0.0f : fa_exp2(result.frame - chunk_largest);
         result.sum *= correction;
-        result.value *= correction;
+#pragma unroll
+        for (int c = 0; c < columns; ++c) result.value[c] *= correction;
         result.frame = chunk_largest;
 #pragma unroll
         for (int j = 0; j < chunk; ++j) {
             const bool weighs = first + j < num_splits && parts[j].sum > 0.0f;
             const float factor = weighs ? fa_exp2(parts[j].frame - result.frame) : 0.0f;
             result.sum += parts[j].sum * factor;
-            result.value += parts[j].value * factor;
+#pragma unroll
+            for (int c = 0; c < columns; ++c) result.value[c] += parts[j].value[c] * factor;
         }
     }
     return result;
@@ -162,7 +171,9 @@ FAJIT_DEVICE float fa_cluster_load(unsigned int remote) {
 // split) merge through distributed shared memory: no partial goes through L2 and no block
 // waits on an arrival counter, the end of the launch that batch 1 pays for. Block b merges
 // rows b, b + splits, ... of every split's merged, frame and sum where they lie, and
-// leaves those rows merged in its own; the rest of its rows are not its to store.
+// leaves those rows merged in its own; the rest of its rows are not its to store. An
+// element a thread: two (as through L2) took registers enough to spill (4 bytes at d=64
+// with every feature, sm_90a).
 template <class Spec>
 FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, int packed_rows, float (*merged)[Spec::head_dim_v],
                                       float* frame, float* sum) {
@@ -189,12 +200,12 @@ FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, int packed_rows, float
         const unsigned int base = shared_address(merged);
         const unsigned int at_frame = shared_address(&frame[r]) - base, at_sum = shared_address(&sum[r]) - base,
                            at_value = shared_address(&merged[r][d]) - base;
-        const fa_split_part element = fa_merge_split_parts(splits, [&](int j) {
+        const fa_split_part<1> element = fa_merge_split_parts<1>(splits, [&](int j) {
             const unsigned int split = fa_cluster_address(base, j);
-            return fa_split_part{fa_cluster_load(split + at_frame), fa_cluster_load(split + at_sum),
-                                 fa_cluster_load(split + at_value)};
+            return fa_split_part<1>{fa_cluster_load(split + at_frame), fa_cluster_load(split + at_sum),
+                                    {fa_cluster_load(split + at_value)}};
         });
-        merged[r][d] = element.value;
+        merged[r][d] = element.value[0];
         row_frame[k] = element.frame;
         row_sum[k] = element.sum;
     }
@@ -255,17 +266,22 @@ FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequenc
             if (!fa_block_arrives_last(p.split_arrivals + pair, static_cast<unsigned int>(p.num_splits), merges_splits))
                 return;
 
-            // A thread an element of O, every thread taking part. Volatile: the partials
-            // were written by other blocks during this launch.
+            // A thread two adjacent columns of a row, every thread taking part: 4 rows of
+            // 128 (GQA 4 at batch 1) are one pass of 256 threads with every load in flight,
+            // where an element a thread took two passes, each a round trip to L2 on the
+            // launch's last block (O's head dims are multiples of 8, so rows hold whole
+            // pairs). Volatile: the partials were written by other blocks during this launch.
+            constexpr int pairs = value_dim / 2;  // of a row
             const volatile float* all = partials;
-            for (int i = threadIdx.x; i < packed_rows * value_dim; i += blockDim.x) {
-                const int r = i / value_dim, d = i % value_dim;
-                const fa_split_part element = fa_merge_split_parts(p.num_splits, [&](int j) {
+            for (int i = threadIdx.x; i < packed_rows * pairs; i += blockDim.x) {
+                const int r = i / pairs, d = 2 * (i % pairs);
+                const fa_split_part<2> element = fa_merge_split_parts<2>(p.num_splits, [&](int j) {
                     const volatile float* split = all + j * partial_floats;
-                    return fa_split_part{split[rows * value_dim + r], split[rows * value_dim + rows + r],
-                                         split[r * value_dim + d]};
+                    return fa_split_part<2>{split[rows * value_dim + r], split[rows * value_dim + rows + r],
+                                            {split[r * value_dim + d], split[r * value_dim + d + 1]}};
                 });
-                merged[r][d] = element.value;
+                merged[r][d] = element.value[0];
+                merged[r][d + 1] = element.value[1];
                 if (d == 0) {
                     frame[r] = element.frame;
                     sum[r] = element.sum;
