@@ -273,8 +273,9 @@ std::string check_arguments(const AttentionArgs& args) {
     if (args.device < 0 || args.device > max_device_ordinal)
         return field("device", std::to_string(args.device), "must be within 0..65535");
     if (args.window) {
+        // Named as the C ABI, the torch op and the Rust crate name them (window->left here).
         for (const auto& [name, extent] :
-             {std::pair<std::string_view, int>{"window.left", args.window->left}, {"window.right", args.window->right}})
+             {std::pair<std::string_view, int>{"window_left", args.window->left}, {"window_right", args.window->right}})
             if (extent < -1) return field(name, std::to_string(extent), "must be -1 (unbounded) or a key count >= 0");
     }
     if (!std::isfinite(args.softcap) || args.softcap < 0.0f)

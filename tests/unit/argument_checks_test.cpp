@@ -230,11 +230,11 @@ TEST_CASE("each malformed argument is named with its value") {
         {[](AttentionArgs& a) {
              a.window = SlidingWindow{-2, 0};
          },
-         "window.left=-2"},
+         "window_left=-2"},
         {[](AttentionArgs& a) {
              a.window = SlidingWindow{4, -9};
          },
-         "window.right=-9"},
+         "window_right=-9"},
         {[](AttentionArgs& a) { a.softcap = -0.5f; }, "softcap=-0.5"},
         {[](AttentionArgs& a) { a.softcap = std::numeric_limits<float>::infinity(); }, "softcap=inf"},
         {[](AttentionArgs& a) { a.sinks = reinterpret_cast<const float*>(std::uintptr_t{0x1002}); }, "sinks=0x1002"},

@@ -206,12 +206,12 @@ fn cases() -> Vec<(&'static str, Attention, &'static str)> {
         (
             "window left extent below -1",
             valid().window(-2, 0),
-            "window.left=-2",
+            "window_left=-2",
         ),
         (
             "window right extent below -1",
             valid().window(0, -7),
-            "window.right=-7",
+            "window_right=-7",
         ),
         ("negative softcap", valid().softcap(-1.0), "softcap=-1"),
         ("NaN softcap", valid().softcap(f32::NAN), "softcap=nan"),
