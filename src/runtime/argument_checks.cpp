@@ -125,11 +125,11 @@ std::string check_sequences(const AttentionArgs& args) {
     const SequenceBatch& s = args.sequences;
     const bool ragged = args.kv_layout == KvLayout::ragged, paged = args.kv_layout == KvLayout::paged;
     const auto needs = [](bool used, std::string_view name, const void* pointer) -> std::string {
-        if (used && !pointer) return field("sequences." + std::string(name), "null", "required by this kv_layout");
+        if (used && !pointer) return field(std::string(name), "null", "required by this kv_layout");
         if (!used && pointer)
-            return field("sequences." + std::string(name), hex(pointer), "given, but this kv_layout does not use it");
+            return field(std::string(name), hex(pointer), "given, but this kv_layout does not use it");
         if (pointer && reinterpret_cast<std::uintptr_t>(pointer) % alignof(int) != 0)
-            return field("sequences." + std::string(name), hex(pointer), "must be aligned to 4 bytes (int32)");
+            return field(std::string(name), hex(pointer), "must be aligned to 4 bytes (int32)");
         return {};
     };
     const std::tuple<bool, std::string_view, const void*> pointers[] = {
@@ -146,17 +146,17 @@ std::string check_sequences(const AttentionArgs& args) {
                                                              {paged, "page_size", s.page_size}};
     for (const auto& [used, name, value] : sizes) {
         if (used && value <= 0)
-            return field("sequences." + std::string(name), std::to_string(value), "must be positive");
+            return field(std::string(name), std::to_string(value), "must be positive");
         if (!used && value != 0)
-            return field("sequences." + std::string(name), std::to_string(value),
+            return field(std::string(name), std::to_string(value),
                          "given, but this kv_layout does not use it: leave it 0");
     }
     if (paged) {
         if ((s.page_size & (s.page_size - 1)) != 0 || s.page_size > 256)
-            return field("sequences.page_size", std::to_string(s.page_size), "must be a power of two from 1 to 256");
+            return field("page_size", std::to_string(s.page_size), "must be a power of two from 1 to 256");
         // The kernels count a sequence's keys in int: its pages must hold fewer than 2^31.
         if (static_cast<long long>(s.max_pages_per_seq) * s.page_size > std::numeric_limits<int>::max())
-            return field("sequences.max_pages_per_seq", std::to_string(s.max_pages_per_seq),
+            return field("max_pages_per_seq", std::to_string(s.max_pages_per_seq),
                          "pages of " + std::to_string(s.page_size) + " keys would hold 2^31 keys or more");
         if (static_cast<long long>(s.max_pages_per_seq) * s.page_size < args.len_k)
             return field("len_k", std::to_string(args.len_k),

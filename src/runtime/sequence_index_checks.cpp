@@ -17,7 +17,7 @@ std::vector<int> read_back(const Backend& backend, const AttentionArgs& args, co
 std::string check_offsets(std::string_view name, const std::vector<int>& offsets, int total,
                           std::string_view longest_name, int longest) {
     const auto entry = [&](std::size_t i) {
-        return "sequences." + std::string(name) + "[" + std::to_string(i) + "]=" + std::to_string(offsets[i]);
+        return std::string(name) + "[" + std::to_string(i) + "]=" + std::to_string(offsets[i]);
     };
     if (offsets.front() != 0) return entry(0) + ": the first offset must be 0";
     for (std::size_t i = 1; i < offsets.size(); ++i) {
@@ -43,13 +43,13 @@ std::string check_pages(const AttentionArgs& args, const Backend& backend, void*
     for (int sequence = 0; sequence < args.batch; ++sequence) {
         const int keys = lengths[static_cast<std::size_t>(sequence)];
         if (keys < 0 || keys > args.len_k)
-            return "sequences.kv_lens[" + std::to_string(sequence) + "]=" + std::to_string(keys) +
+            return "kv_lens[" + std::to_string(sequence) + "]=" + std::to_string(keys) +
                    ": must be within 0..len_k (" + std::to_string(args.len_k) + ")";
         // Only the pages the sequence's keys reach are read; the rest of its row may hold anything.
         for (int slot = 0; slot < (keys + s.page_size - 1) / s.page_size; ++slot) {
             const int page = table[static_cast<std::size_t>(sequence) * s.max_pages_per_seq + slot];
             if (page < 0 || page >= s.num_pages)
-                return "sequences.block_table[" + std::to_string(sequence) + "][" + std::to_string(slot) +
+                return "block_table[" + std::to_string(sequence) + "][" + std::to_string(slot) +
                        "]=" + std::to_string(page) + ": sequence " + std::to_string(sequence) + ", slot " +
                        std::to_string(slot) + " names a page outside the cache's " + std::to_string(s.num_pages) +
                        " pages";

@@ -87,14 +87,14 @@ TEST_CASE("each bad index is named with its sequence and slot, and nothing launc
         const char* expected;
     };
     const Case cases[] = {
-        {[](PagedCall& c) { c.block_table[1] = 10; }, "sequences.block_table[0][1]=10: sequence 0, slot 1"},
-        {[](PagedCall& c) { c.block_table[6] = -1; }, "sequences.block_table[2][0]=-1: sequence 2, slot 0"},
-        {[](PagedCall& c) { c.block_table[7] = 1000; }, "sequences.block_table[2][1]=1000"},
-        {[](PagedCall& c) { c.kv_lens[1] = 41; }, "sequences.kv_lens[1]=41"},
-        {[](PagedCall& c) { c.kv_lens[0] = -2; }, "sequences.kv_lens[0]=-2"},
-        {[](PagedCall& c) { c.cu_seqlens_q[0] = 1; }, "sequences.cu_seqlens_q[0]=1"},
-        {[](PagedCall& c) { c.cu_seqlens_q[2] = 4; }, "sequences.cu_seqlens_q[2]=4: offsets must not decrease"},
-        {[](PagedCall& c) { c.cu_seqlens_q[3] = 7; }, "sequences.cu_seqlens_q[3]=7: the last offset"},
+        {[](PagedCall& c) { c.block_table[1] = 10; }, "block_table[0][1]=10: sequence 0, slot 1"},
+        {[](PagedCall& c) { c.block_table[6] = -1; }, "block_table[2][0]=-1: sequence 2, slot 0"},
+        {[](PagedCall& c) { c.block_table[7] = 1000; }, "block_table[2][1]=1000"},
+        {[](PagedCall& c) { c.kv_lens[1] = 41; }, "kv_lens[1]=41"},
+        {[](PagedCall& c) { c.kv_lens[0] = -2; }, "kv_lens[0]=-2"},
+        {[](PagedCall& c) { c.cu_seqlens_q[0] = 1; }, "cu_seqlens_q[0]=1"},
+        {[](PagedCall& c) { c.cu_seqlens_q[2] = 4; }, "cu_seqlens_q[2]=4: offsets must not decrease"},
+        {[](PagedCall& c) { c.cu_seqlens_q[3] = 7; }, "cu_seqlens_q[3]=7: the last offset"},
         {[](PagedCall& c) {
              c.cu_seqlens_q = {0, 6, 6, 8};
          },
@@ -131,7 +131,7 @@ TEST_CASE("ragged offsets are checked against total_k and len_k") {
     args.sequences.cu_seqlens_k = cu_seqlens_k.data();
     args.sequences.total_k = 51;
     args.k_strides = args.v_strides = {0, 64, 64};
-    CHECK(error_of(*fake.runtime, args).find("sequences.cu_seqlens_k[3]=50: the last offset must equal") !=
+    CHECK(error_of(*fake.runtime, args).find("cu_seqlens_k[3]=50: the last offset must equal") !=
           std::string::npos);
     args.sequences.total_k = 50;
     CHECK(error_of(*fake.runtime, args) == "");

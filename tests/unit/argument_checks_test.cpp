@@ -67,12 +67,12 @@ TEST_CASE("each malformed batched argument is named with its value") {
     using Mutation = std::function<void(AttentionArgs&)>;
     const std::tuple<AttentionArgs (*)(), Mutation, const char*> cases[] = {
         {valid_paged_args, [](AttentionArgs& a) { a.kv_layout = static_cast<KvLayout>(5); }, "kv_layout=5"},
-        {valid_paged_args, [](AttentionArgs& a) { a.sequences.cu_seqlens_q = nullptr; }, "sequences.cu_seqlens_q=null"},
-        {valid_paged_args, [](AttentionArgs& a) { a.sequences.block_table = nullptr; }, "sequences.block_table=null"},
-        {valid_paged_args, [](AttentionArgs& a) { a.sequences.kv_lens = nullptr; }, "sequences.kv_lens=null"},
-        {valid_paged_args, [](AttentionArgs& a) { a.sequences.page_size = 12; }, "sequences.page_size=12"},
-        {valid_paged_args, [](AttentionArgs& a) { a.sequences.page_size = 512; }, "sequences.page_size=512"},
-        {valid_paged_args, [](AttentionArgs& a) { a.sequences.num_pages = 0; }, "sequences.num_pages=0"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.cu_seqlens_q = nullptr; }, "cu_seqlens_q=null"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.block_table = nullptr; }, "block_table=null"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.kv_lens = nullptr; }, "kv_lens=null"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.page_size = 12; }, "page_size=12"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.page_size = 512; }, "page_size=512"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.num_pages = 0; }, "num_pages=0"},
         {valid_paged_args, [](AttentionArgs& a) { a.sequences.max_pages_per_seq = 1; }, "len_k=32"},
         // 2^23 pages of 256 keys: 2^31 keys, one past what the kernels count in int.
         {valid_paged_args,
@@ -80,10 +80,10 @@ TEST_CASE("each malformed batched argument is named with its value") {
              a.sequences.page_size = 256;
              a.sequences.max_pages_per_seq = 1 << 23;
          },
-         "sequences.max_pages_per_seq=8388608"},
-        {valid_paged_args, [](AttentionArgs& a) { a.sequences.total_q = 0; }, "sequences.total_q=0"},
+         "max_pages_per_seq=8388608"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.total_q = 0; }, "total_q=0"},
         {valid_paged_args, [](AttentionArgs& a) { a.sequences.total_q = 10; }, "len_q=16"},
-        {valid_paged_args, [](AttentionArgs& a) { a.sequences.total_k = 40; }, "sequences.total_k=40"},
+        {valid_paged_args, [](AttentionArgs& a) { a.sequences.total_k = 40; }, "total_k=40"},
         {valid_paged_args,
          [](AttentionArgs& a) {
              a.lse = reinterpret_cast<float*>(16);
@@ -92,22 +92,22 @@ TEST_CASE("each malformed batched argument is named with its value") {
          "lse_shape={3,8,16}"},
         {valid_paged_args, [](AttentionArgs& a) { a.k_strides.sequence = 8; }, "k_strides.sequence=8"},
         {valid_ragged_args, [](AttentionArgs& a) { a.sequences.cu_seqlens_k = nullptr; },
-         "sequences.cu_seqlens_k=null"},
-        {valid_ragged_args, [](AttentionArgs& a) { a.sequences.page_size = 16; }, "sequences.page_size=16"},
+         "cu_seqlens_k=null"},
+        {valid_ragged_args, [](AttentionArgs& a) { a.sequences.page_size = 16; }, "page_size=16"},
         {valid_ragged_args, [](AttentionArgs& a) { a.sequences.total_k = 8; }, "len_k=32"},
         {valid_ragged_args,
          [](AttentionArgs& a) {
              const auto* bytes = reinterpret_cast<const char*>(a.sequences.cu_seqlens_q);
              a.sequences.cu_seqlens_q = reinterpret_cast<const int*>(bytes + 2);
          },
-         "sequences.cu_seqlens_q=0x"},
-        {valid_args, [](AttentionArgs& a) { a.sequences.total_q = 4; }, "sequences.total_q=4"},
+         "cu_seqlens_q=0x"},
+        {valid_args, [](AttentionArgs& a) { a.sequences.total_q = 4; }, "total_q=4"},
         {valid_args,
          [](AttentionArgs& a) {
              alignas(4) static int offsets[3];
              a.sequences.cu_seqlens_q = offsets;
          },
-         "sequences.cu_seqlens_q=0x"},
+         "cu_seqlens_q=0x"},
     };
     for (const auto& [make, mutate, expected] : cases) {
         AttentionArgs args = make();

@@ -171,27 +171,27 @@ fn cases() -> Vec<(&'static str, Attention, &'static str)> {
         (
             "paged without cu_seqlens_q",
             paged(|p| p.cu_seqlens_q = 0),
-            "sequences.cu_seqlens_q=null",
+            "cu_seqlens_q=null",
         ),
         (
             "paged without a block table",
             paged(|p| p.block_table = 0),
-            "sequences.block_table=null",
+            "block_table=null",
         ),
         (
             "paged without kv_lens",
             paged(|p| p.kv_lens = 0),
-            "sequences.kv_lens=null",
+            "kv_lens=null",
         ),
         (
             "page size not a power of two",
             paged(|p| p.page_size = 48),
-            "sequences.page_size=48",
+            "page_size=48",
         ),
         (
             "paged cache of no pages",
             paged(|p| p.num_pages = 0),
-            "sequences.num_pages=0",
+            "num_pages=0",
         ),
         (
             "pages per sequence too few for len_k",
@@ -201,7 +201,7 @@ fn cases() -> Vec<(&'static str, Attention, &'static str)> {
         (
             "misaligned block table",
             paged(|p| p.block_table = 0x700002),
-            "sequences.block_table=0x700002",
+            "block_table=0x700002",
         ),
         (
             "window left extent below -1",
@@ -244,7 +244,7 @@ fn cases() -> Vec<(&'static str, Attention, &'static str)> {
                 },
             ))
             .lse(0x500000, [1, 8, 32]),
-            "sequences.cu_seqlens_k=null",
+            "cu_seqlens_k=null",
         ),
     ]
 }
