@@ -94,6 +94,7 @@ def run(args):
     import torch
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import fajit
+    from ab_decode import parse_shape
     from compare_batched import paged_inputs
 
     libc = ctypes.CDLL(None)
@@ -102,8 +103,8 @@ def run(args):
     settings = {"FAJIT_LOG_LEVEL": "warn", "FAJIT_CHECK_INDICES": "0", "FAJIT_TEMPLATE_DIR": templates}
     if args.cluster_merge is not None:
         settings["FAJIT_CLUSTER_MERGE"] = args.cluster_merge
-    runtime = fajit.Runtime(args.library, **settings)
-    for batch, len_k in args.shapes:
+    runtime = fajit.Runtime(args.library or fajit.default_library_path(), **settings)
+    for batch, len_k in map(parse_shape, args.shapes):
         shape = argparse.Namespace(batch=batch, len_k=len_k, len_q=1, page_size=16, heads_q=32, heads_kv=8,
                                    head_dim=128, heads_first=False, in_order=False)
         inputs = paged_inputs(shape, torch.bfloat16, torch.Generator("cuda").manual_seed(1))
@@ -145,20 +146,13 @@ def summarize(args):
             shape = None
 
 
-def parse_shape(text):
-    batch, _, keys = text.partition("x")
-    if not batch.isdigit() or not keys.isdigit():
-        raise argparse.ArgumentTypeError(f"shape {text!r}: expected BATCHxKEYS, e.g. 1x32768")
-    return int(batch), int(keys)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser("run", help="one stamped call per shape; prints lines for summarize")
-    run_parser.add_argument("--library", default=os.environ.get("FAJIT_LIBRARY", "build/src/libfajit.so"))
+    run_parser.add_argument("--library", help="libfajit.so (default: fajit.py's, FAJIT_LIBRARY or the build's)")
     run_parser.add_argument("--template-dir", default=TEMPLATES, help="the templates to stamp (default: the tree's)")
-    run_parser.add_argument("--shapes", type=parse_shape, nargs="+", default=[(1, 2048), (1, 32768), (16, 8192)])
+    run_parser.add_argument("--shapes", nargs="+", default=["1x2048", "1x32768", "16x8192"], help="BATCHxKEYS ...")
     run_parser.add_argument("--cluster-merge", choices=["0", "1"], help="FAJIT_CLUSTER_MERGE for the call")
     instrument_parser = commands.add_parser("instrument", help="write the stamped templates to a folder")
     instrument_parser.add_argument("target")
