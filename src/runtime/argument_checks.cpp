@@ -125,11 +125,11 @@ std::string check_sequences(const AttentionArgs& args) {
     const SequenceBatch& s = args.sequences;
     const bool ragged = args.kv_layout == KvLayout::ragged, paged = args.kv_layout == KvLayout::paged;
     const auto needs = [](bool used, std::string_view name, const void* pointer) -> std::string {
-        if (used && !pointer) return field(std::string(name), "null", "required by this kv_layout");
+        if (used && !pointer) return field(name, "null", "required by this kv_layout");
         if (!used && pointer)
-            return field(std::string(name), hex(pointer), "given, but this kv_layout does not use it");
+            return field(name, hex(pointer), "given, but this kv_layout does not use it");
         if (pointer && reinterpret_cast<std::uintptr_t>(pointer) % alignof(int) != 0)
-            return field(std::string(name), hex(pointer), "must be aligned to 4 bytes (int32)");
+            return field(name, hex(pointer), "must be aligned to 4 bytes (int32)");
         return {};
     };
     const std::tuple<bool, std::string_view, const void*> pointers[] = {
@@ -146,9 +146,9 @@ std::string check_sequences(const AttentionArgs& args) {
                                                              {paged, "page_size", s.page_size}};
     for (const auto& [used, name, value] : sizes) {
         if (used && value <= 0)
-            return field(std::string(name), std::to_string(value), "must be positive");
+            return field(name, std::to_string(value), "must be positive");
         if (!used && value != 0)
-            return field(std::string(name), std::to_string(value),
+            return field(name, std::to_string(value),
                          "given, but this kv_layout does not use it: leave it 0");
     }
     if (paged) {

@@ -91,15 +91,19 @@ def instrument(source, target):
 
 
 def run(args):
-    import torch
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    libc = ctypes.CDLL(None)
+    with tempfile.TemporaryDirectory(prefix="fajit-timeline-") as templates:
+        instrument(args.template_dir, templates)
+        stamped_calls(args, libc, templates)
+
+
+def stamped_calls(args, libc, templates):
+    import torch
     import fajit
     from ab_decode import parse_shape
     from compare_batched import paged_inputs
 
-    libc = ctypes.CDLL(None)
-    templates = tempfile.mkdtemp(prefix="fajit-timeline-")
-    instrument(args.template_dir, templates)
     settings = {"FAJIT_LOG_LEVEL": "warn", "FAJIT_CHECK_INDICES": "0", "FAJIT_TEMPLATE_DIR": templates}
     if args.cluster_merge is not None:
         settings["FAJIT_CLUSTER_MERGE"] = args.cluster_merge
@@ -123,7 +127,6 @@ def run(args):
         print(f"SHAPE {batch}x{len_k}", flush=True)
         call()
         print("END", flush=True)
-    shutil.rmtree(templates)
 
 
 def summarize(args):
