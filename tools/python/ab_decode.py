@@ -7,10 +7,10 @@ step against the one before, where the step is a few microseconds a call.
 
 Runtime "base" has no settings of its own; each --variant NAME:KEY=VALUE[,KEY=VALUE...] is one
 more runtime with those FAJIT_* settings (FAJIT_TEMPLATE_DIR: other kernel templates). Each
-shape (BATCHxKEYS: bf16, GQA 32/8 unless --heads-q/--heads-kv say otherwise, D=128, one query
-row unless --len-q, shuffled 16-key pages) is replayed as compare_batched.py's graphs do, in
-rounds that alternate between the runtimes, so clock and temperature drift fall on all of
-them alike. Each row prints every round's ms per call and the largest difference of each
+shape (BATCHxKEYS: bf16, GQA 32/8 unless --heads-q/--heads-kv say otherwise, D=128 unless
+--head-dim, one query row unless --len-q, shuffled 16-key pages) is replayed as
+compare_batched.py's graphs do, in rounds that alternate between the runtimes, so clock and
+temperature drift fall on all of them alike. Each row prints every round's ms per call and the largest difference of each
 variant's output from base's (0 where only the speed should change).
 """
 import argparse
@@ -41,6 +41,7 @@ def main():
     parser.add_argument("--len-q", type=int, default=1)
     parser.add_argument("--heads-q", type=int, default=32)
     parser.add_argument("--heads-kv", type=int, default=8)
+    parser.add_argument("--head-dim", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     if not args.variant:
@@ -52,8 +53,8 @@ def main():
                                        **{"FAJIT_LOG_LEVEL": "warn", "FAJIT_CHECK_INDICES": "0", **settings})
     for batch, len_k in args.shapes:
         shape = argparse.Namespace(batch=batch, len_k=len_k, len_q=args.len_q, page_size=16, heads_q=args.heads_q,
-                                   heads_kv=args.heads_kv, head_dim=128, heads_first=False, in_order=False)
-        kv_bytes = 2 * batch * args.heads_kv * len_k * 128 * 2
+                                   heads_kv=args.heads_kv, head_dim=args.head_dim, heads_first=False, in_order=False)
+        kv_bytes = 2 * batch * args.heads_kv * len_k * args.head_dim * 2
         generator = torch.Generator("cuda").manual_seed(1)
         # Input sets totalling about 4 GiB, far past the L2, as compare_batched.py's.
         sets = [paged_inputs(shape, torch.bfloat16, generator) for _ in range(max(1, min(8, (4 << 30) // kv_bytes)))]
@@ -74,7 +75,7 @@ def main():
             f"max |{name} - base| {max((a.float() - b.float()).abs().max().item() for a, b in zip(outs[name], outs['base'])):.3g}"
             for name in runtimes if name != "base")
         cells = "  ".join(f"{name} {' / '.join(f'{t:.4f}' for t in ts)}" for name, ts in times.items())
-        print(f"{batch}x{len_k} q{args.len_q} H={args.heads_q}/{args.heads_kv}: {cells} ms  {differences}", flush=True)
+        print(f"{batch}x{len_k} q{args.len_q} H={args.heads_q}/{args.heads_kv} D={args.head_dim}: {cells} ms  {differences}", flush=True)
         del sets
         torch.cuda.empty_cache()
 
