@@ -104,14 +104,14 @@ struct fa_split_part {
 
 // Merges columns of O's elements over the splits through their LSE; part(j) reads split
 // j's. The merge is on the launch's critical path, so it reads the splits a chunk at a
-// time, each chunk's parts unconditional and in flight together (a split past the last
+// time (chunk splits: fa_split_finish says how many), each chunk's parts unconditional
+// and in flight together (a split past the last
 // repeats the last and weighs nothing), the running values and total brought to a chunk's
 // larger frame as in the softmax. A split with no visible key has sum 0 and frame -inf,
 // and weighs nothing. Both ways of merging use it, each column in the same order, so they
 // agree to the bit.
-template <int columns, class ReadPart>
+template <int columns, int chunk, class ReadPart>
 FAJIT_DEVICE fa_split_part<columns> fa_merge_split_parts(int num_splits, ReadPart part) {
-    constexpr int chunk = 16;
     fa_split_part<columns> result;
     result.frame = fa_neg_inf();
     result.sum = 0.0f;
@@ -173,10 +173,11 @@ FAJIT_DEVICE float fa_cluster_load(unsigned int remote) {
 // rows b, b + splits, ... of every split's merged, frame and sum where they lie, and
 // leaves those rows merged in its own; the rest of its rows are not its to store. An
 // element a thread: two (as through L2) took registers enough to spill (4 bytes at d=64
-// with every feature, sm_90a).
-template <class Spec>
+// with every feature, sm_90a). pending: 2 x Spec::block_q floats of this block's shared
+// memory that no other block reads.
+template <class Spec, int chunk>
 FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, int packed_rows, float (*merged)[Spec::head_dim_v],
-                                      float* frame, float* sum) {
+                                      float* frame, float* sum, float* pending) {
     constexpr int value_dim = Spec::head_dim_v;
     constexpr int threads = Spec::waves * FAJIT_WAVE_SIZE;
     // Two splits or more, so a block merges at most half the rows (rounded up).
@@ -186,10 +187,10 @@ FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, int packed_rows, float
     const auto shared_address = [](const void* at) { return static_cast<unsigned int>(__cvta_generic_to_shared(at)); };
     fa_cluster_barrier();  // every split's rows complete (each block's barrier made them so within it)
     // No other block reads this block's rows, so a thread writes its merged value over its
-    // own split's as soon as it has it; only a row's frame and sum, which every thread of
-    // the row reads here, wait for the block's barrier. (Holding the values until a barrier
-    // instead spilled at d=64 with every feature, sm_90a.)
-    float row_frame[per_thread], row_sum[per_thread];
+    // own split's as soon as it has it; a row's merged frame and sum, which every thread of
+    // the row reads here, wait in pending for the block's barrier. (Holding the values
+    // until a barrier spilled at d=64 with every feature, sm_90a; holding a frame and sum
+    // an element in registers, at d=56 with a window or a soft-cap.)
 #pragma unroll
     for (int k = 0; k < per_thread; ++k) {
         const int i = static_cast<int>(threadIdx.x) + k * threads;
@@ -200,24 +201,21 @@ FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, int packed_rows, float
         const unsigned int base = shared_address(merged);
         const unsigned int at_frame = shared_address(&frame[r]) - base, at_sum = shared_address(&sum[r]) - base,
                            at_value = shared_address(&merged[r][d]) - base;
-        const fa_split_part<1> element = fa_merge_split_parts<1>(splits, [&](int j) {
+        const fa_split_part<1> element = fa_merge_split_parts<1, chunk>(splits, [&](int j) {
             const unsigned int split = fa_cluster_address(base, j);
             return fa_split_part<1>{fa_cluster_load(split + at_frame), fa_cluster_load(split + at_sum),
                                     {fa_cluster_load(split + at_value)}};
         });
         merged[r][d] = element.value[0];
-        row_frame[k] = element.frame;
-        row_sum[k] = element.sum;
+        if (d == 0) {
+            pending[r] = element.frame;
+            pending[Spec::block_q + r] = element.sum;
+        }
     }
     __syncthreads();  // every frame and sum of this block's rows read
-#pragma unroll
-    for (int k = 0; k < per_thread; ++k) {
-        const int i = static_cast<int>(threadIdx.x) + k * threads;
-        if (i < rows_here * value_dim && i % value_dim == 0) {
-            const int r = rank + splits * (i / value_dim);
-            frame[r] = row_frame[k];
-            sum[r] = row_sum[k];
-        }
+    for (int r = rank + splits * static_cast<int>(threadIdx.x); r < packed_rows; r += splits * threads) {
+        frame[r] = pending[r];
+        sum[r] = pending[Spec::block_q + r];
     }
     // Every block done reading the others before any leaves; within this block, the rows'
     // frames and sums written before it are read after it.
@@ -228,9 +226,12 @@ FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, int packed_rows, float
 // Ends the block (see the top of this part); every thread of the block calls it, after
 // a barrier that makes merged, frame and sum complete. merges_splits is a shared flag.
 // Only the packed rows are published and merged: the tile's idle rows are never stored.
-template <class Spec>
+// merge_chunk: the splits whose parts a thread has in flight at once, in either merge
+// (the same in both, so that they agree to the bit). pending: as fa_merge_in_cluster's.
+template <class Spec, int merge_chunk>
 FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequence, int kv_head, int packed_rows,
-                                  float (*merged)[Spec::head_dim_v], float* frame, float* sum, bool& merges_splits) {
+                                  float (*merged)[Spec::head_dim_v], float* frame, float* sum, float* pending,
+                                  bool& merges_splits) {
     constexpr int lanes = FAJIT_WAVE_SIZE;
     constexpr int rows = Spec::block_q;
     constexpr int value_dim = Spec::head_dim_v;  // O's
@@ -245,7 +246,7 @@ FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequenc
     if (p.num_splits > 1) {
 #if FAJIT_NVIDIA && __CUDA_ARCH__ >= 900
         if (fa_cluster_blocks() == p.num_splits) {
-            fa_merge_in_cluster<Spec>(p, packed_rows, merged, frame, sum);
+            fa_merge_in_cluster<Spec, merge_chunk>(p, packed_rows, merged, frame, sum, pending);
             first_row = static_cast<int>(blockIdx.x);
             row_step = p.num_splits;
         } else
@@ -275,7 +276,7 @@ FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequenc
             const volatile float* all = partials;
             for (int i = threadIdx.x; i < packed_rows * pairs; i += blockDim.x) {
                 const int r = i / pairs, d = 2 * (i % pairs);
-                const fa_split_part<2> element = fa_merge_split_parts<2>(p.num_splits, [&](int j) {
+                const fa_split_part<2> element = fa_merge_split_parts<2, merge_chunk>(p.num_splits, [&](int j) {
                     const volatile float* split = all + j * partial_floats;
                     return fa_split_part<2>{split[rows * value_dim + r], split[rows * value_dim + rows + r],
                                             {split[r * value_dim + d], split[r * value_dim + d + 1]}};

@@ -57,7 +57,8 @@ MARKS = [
      "    FA_STAMP(1);\n"),
     ("fa_decode_mma.h", "    __syncthreads();           // and no warp still reads them\n", "", "    FA_STAMP(2);\n"),
     ("fa_decode_mma.h",
-     "    fa_split_finish<Spec>(p, sequence, kv_head, packed_rows, merged, block_frame, block_sum, merges_splits);\n",
+     "    fa_split_finish<Spec, merge_chunk>(p, sequence, kv_head, packed_rows, merged, block_frame, block_sum, "
+     "wave_frames,\n                                       merges_splits);\n",
      "    FA_STAMP(3);\n",
      "    __syncthreads();\n"
      "    FA_STAMP(7);\n"
