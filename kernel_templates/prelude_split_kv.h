@@ -105,11 +105,10 @@ struct fa_split_part {
 // Merges columns of O's elements over the splits through their LSE; part(j) reads split
 // j's. The merge is on the launch's critical path, so it reads the splits a chunk at a
 // time (chunk splits: fa_split_finish says how many), each chunk's parts unconditional
-// and in flight together (a split past the last
-// repeats the last and weighs nothing), the running values and total brought to a chunk's
-// larger frame as in the softmax. A split with no visible key has sum 0 and frame -inf,
-// and weighs nothing. Both ways of merging use it, each column in the same order, so they
-// agree to the bit.
+// and in flight together (a split past the last repeats the last and weighs nothing),
+// the running values and total brought to a chunk's larger frame as in the softmax. A
+// split with no visible key has sum 0 and frame -inf, and weighs nothing. Both ways of
+// merging use it, each column in the same order, so they agree to the bit.
 template <int columns, int chunk, class ReadPart>
 FAJIT_DEVICE fa_split_part<columns> fa_merge_split_parts(int num_splits, ReadPart part) {
     fa_split_part<columns> result;

@@ -1,9 +1,10 @@
 // The split-KV decode families compile for every arch kind they serve (decode-split: gfx11
 // wave32, gfx9 wave64, sm_80, sm_90a; decode-mma: sm_80, sm_90a, with one and two row
 // tiles) over dtype, head dims at the edges and between (every one the family takes with
-// FAJIT_TEST_EXHAUSTIVE=1), tile rows and K/V layouts; AMD code objects are checked for
-// spills and scratch, NVIDIA ones through ptxas -v. No GPU is needed; a backend whose
-// compiler library is absent is skipped with its reason.
+// FAJIT_TEST_EXHAUSTIVE=1), tile rows and K/V layouts, and over every tile each family
+// accepts; AMD code objects are checked for spills and scratch, NVIDIA ones through
+// ptxas -v. No GPU is needed; a backend whose compiler library is absent is skipped with
+// its reason.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -44,6 +45,84 @@ std::vector<KernelSpec> decode_specs(const std::string& family, const std::strin
     return specs;
 }
 
+// Every tile a decode family accepts, beside the one it chooses: decode-mma's waves x keys
+// per warp step x row tiles on sm_90a, and each family's waves on its other targets (d=128,
+// bf16, 16-key pages, bottom-right). A tile the family's check refuses is skipped; one it
+// accepts must compile (waves=1 once failed a static assertion on its shared memory).
+// Only the chosen tiles must not spill (the test above): a tile set by hand
+// (FAJIT_TILE, a manifest) may, and `fa-jit warm --isa` lists those that do.
+std::vector<KernelSpec> tile_specs(const std::string& family, const std::string& arch) {
+    const bool every_axis = family == "decode-mma" && arch == "sm_90a";
+    const KernelSpec chosen =
+        decode_spec(family, arch, 4, 128, DType::bf16, CausalMode::bottom_right, KvLayout::paged, 16);
+    const std::vector<int> block_ks = every_axis ? std::vector<int>{16, 32, 64} : std::vector<int>{chosen.block_k};
+    const std::vector<int> block_qs = every_axis ? std::vector<int>{16, 32} : std::vector<int>{chosen.block_q};
+    std::vector<KernelSpec> specs;
+    for (const int waves : {1, 2, 4, 8})
+        for (const int block_k : block_ks)
+            for (const int block_q : block_qs) {
+                KernelSpec spec = chosen;
+                spec.waves = waves;
+                spec.block_k = block_k;
+                spec.block_q = block_q;
+                if (validate(spec).empty()) specs.push_back(spec);
+            }
+    return specs;
+}
+
+// Compiles specs for arch on every core and checks each for spills (NVIDIA through ptxas -v,
+// AMD through the code object's notes); returns how many compiled. A spill fails the test
+// where spills_fail, else it is printed: a tile that compiles runs, where one that does not
+// falls back to the scalar kernel.
+int compile_checking_spills(const std::vector<KernelSpec>& specs, const std::string& arch, const Backend& backend,
+                            bool spills_fail) {
+    int compiled = 0;
+    if (vendor_of(arch) == Vendor::nvidia) {
+        std::vector<PtxasCompile> reports(specs.size());
+        on_every_core(specs.size(), [&](std::size_t i) { reports[i] = compile_with_ptxas_report(specs[i], backend); });
+        for (std::size_t i = 0; i < specs.size(); ++i) {
+            INFO(to_string(specs[i]));
+            CHECK_MESSAGE(reports[i].ok, reports[i].log);
+            if (!reports[i].ok) continue;
+            ++compiled;
+            const PtxasReport& report = reports[i].report;
+            CHECK_MESSAGE(report.registers > 0, reports[i].log);
+            if (spills_fail) {
+                CHECK_MESSAGE(report.spill_store_bytes == 0, reports[i].log);
+                CHECK_MESSAGE(report.spill_load_bytes == 0, reports[i].log);
+            } else if (report.spill_store_bytes != 0 || report.spill_load_bytes != 0) {
+                std::printf("spills %lld bytes at %d registers: %s\n", report.spill_store_bytes, report.registers,
+                            to_string(specs[i]).c_str());
+            }
+        }
+        return compiled;
+    }
+    std::vector<CompileResult> results(specs.size());
+    on_every_core(specs.size(), [&](std::size_t i) { results[i] = compile_directly(specs[i], backend); });
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+        const CompileResult& result = results[i];
+        INFO(to_string(specs[i]));
+        CHECK_MESSAGE(result.ok, result.log);
+        if (!result.ok) continue;
+        ++compiled;
+        std::string why;
+        const auto report = isa_report(result.code, arch, &why);
+        if (!report) {
+            MESSAGE("no ISA report: " << why);
+            continue;
+        }
+        CHECK(report->wave_size == wave_size(arch));
+        if (spills_fail) {
+            CHECK(report->vgpr_spills == 0);
+            CHECK(report->scratch_bytes == 0);
+        } else if (report->vgpr_spills != 0 || report->scratch_bytes != 0) {
+            std::printf("spills %d VGPRs, scratch %lld bytes: %s\n", report->vgpr_spills, report->scratch_bytes,
+                        to_string(specs[i]).c_str());
+        }
+    }
+    return compiled;
+}
+
 }  // namespace
 
 TEST_CASE("the decode families compile on gfx1151, gfx942, sm_80 and sm_90a without spills") {
@@ -59,39 +138,22 @@ TEST_CASE("the decode families compile on gfx1151, gfx942, sm_80 and sm_90a with
         const std::vector<KernelSpec> specs = decode_specs(family, arch);
         // 24 less the rows x head dims decode-split refuses (too many outputs per lane).
         REQUIRE(specs.size() >= 20);
-        if (vendor_of(arch) == Vendor::nvidia) {
-            std::vector<PtxasCompile> reports(specs.size());
-            on_every_core(specs.size(),
-                          [&](std::size_t i) { reports[i] = compile_with_ptxas_report(specs[i], *backend); });
-            for (std::size_t i = 0; i < specs.size(); ++i) {
-                INFO(to_string(specs[i]));
-                CHECK_MESSAGE(reports[i].ok, reports[i].log);
-                if (!reports[i].ok) continue;
-                ++compiled;
-                CHECK_MESSAGE(reports[i].report.registers > 0, reports[i].log);
-                CHECK_MESSAGE(reports[i].report.spill_store_bytes == 0, reports[i].log);
-                CHECK_MESSAGE(reports[i].report.spill_load_bytes == 0, reports[i].log);
-            }
-            continue;
-        }
-        std::vector<CompileResult> results(specs.size());
-        on_every_core(specs.size(), [&](std::size_t i) { results[i] = compile_directly(specs[i], *backend); });
-        for (std::size_t i = 0; i < specs.size(); ++i) {
-            const CompileResult& result = results[i];
-            INFO(to_string(specs[i]));
-            CHECK_MESSAGE(result.ok, result.log);
-            if (!result.ok) continue;
-            ++compiled;
-            std::string why;
-            const auto report = isa_report(result.code, arch, &why);
-            if (!report) {
-                MESSAGE("no ISA report: " << why);
-                continue;
-            }
-            CHECK(report->vgpr_spills == 0);
-            CHECK(report->scratch_bytes == 0);
-            CHECK(report->wave_size == wave_size(arch));
-        }
+        compiled += compile_checking_spills(specs, arch, *backend, true);
     }
     std::printf("decode families: %d variants compiled\n", compiled);
+}
+
+TEST_CASE("every tile the decode families accept compiles") {
+    int compiled = 0;
+    for (const auto& [family, arch] : {std::pair<std::string, std::string>{"decode-mma", "sm_90a"},
+                                       {"decode-mma", "sm_80"},
+                                       {"decode-split", "sm_90a"},
+                                       {"decode-split", "gfx1151"}}) {
+        const Backend* backend = compiler_for(arch);
+        if (!backend) continue;
+        const std::vector<KernelSpec> specs = tile_specs(family, arch);
+        REQUIRE(specs.size() >= 4);  // each wave count at least
+        compiled += compile_checking_spills(specs, arch, *backend, false);
+    }
+    std::printf("decode tiles: %d variants compiled\n", compiled);
 }
