@@ -9,8 +9,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <initializer_list>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "codegen/isa_report.hpp"
@@ -123,37 +125,41 @@ int compile_checking_spills(const std::vector<KernelSpec>& specs, const std::str
     return compiled;
 }
 
+using Target = std::pair<std::string, std::string>;  // a family and an arch it serves
+
+// For each target whose compiler is present: specs_of(family, arch), at least `at_least`
+// of them, compiled and checked as compile_checking_spills does; returns how many compiled.
+template <class SpecsOf>
+int compile_targets(std::initializer_list<Target> targets, SpecsOf specs_of, std::size_t at_least, bool spills_fail) {
+    int compiled = 0;
+    for (const auto& [family, arch] : targets) {
+        const Backend* backend = compiler_for(arch);
+        if (!backend) continue;
+        const std::vector<KernelSpec> specs = specs_of(family, arch);
+        REQUIRE_MESSAGE(specs.size() >= at_least, family << " on " << arch);
+        compiled += compile_checking_spills(specs, arch, *backend, spills_fail);
+    }
+    return compiled;
+}
+
 }  // namespace
 
 TEST_CASE("the decode families compile on gfx1151, gfx942, sm_80 and sm_90a without spills") {
-    int compiled = 0;
-    for (const auto& [family, arch] : {std::pair<std::string, std::string>{"decode-split", "gfx1151"},
-                                       {"decode-split", "gfx942:sramecc+:xnack-"},
-                                       {"decode-split", "sm_80"},
-                                       {"decode-split", "sm_90a"},
-                                       {"decode-mma", "sm_80"},
-                                       {"decode-mma", "sm_90a"}}) {
-        const Backend* backend = compiler_for(arch);
-        if (!backend) continue;
-        const std::vector<KernelSpec> specs = decode_specs(family, arch);
-        // 24 less the rows x head dims decode-split refuses (too many outputs per lane).
-        REQUIRE(specs.size() >= 20);
-        compiled += compile_checking_spills(specs, arch, *backend, true);
-    }
+    // 24 each, less the rows x head dims decode-split refuses (too many outputs per lane).
+    const int compiled = compile_targets({{"decode-split", "gfx1151"},
+                                          {"decode-split", "gfx942:sramecc+:xnack-"},
+                                          {"decode-split", "sm_80"},
+                                          {"decode-split", "sm_90a"},
+                                          {"decode-mma", "sm_80"},
+                                          {"decode-mma", "sm_90a"}},
+                                         decode_specs, 20, true);
     std::printf("decode families: %d variants compiled\n", compiled);
 }
 
 TEST_CASE("every tile the decode families accept compiles") {
-    int compiled = 0;
-    for (const auto& [family, arch] : {std::pair<std::string, std::string>{"decode-mma", "sm_90a"},
-                                       {"decode-mma", "sm_80"},
-                                       {"decode-split", "sm_90a"},
-                                       {"decode-split", "gfx1151"}}) {
-        const Backend* backend = compiler_for(arch);
-        if (!backend) continue;
-        const std::vector<KernelSpec> specs = tile_specs(family, arch);
-        REQUIRE(specs.size() >= 4);  // each wave count at least
-        compiled += compile_checking_spills(specs, arch, *backend, false);
-    }
+    // Each wave count at least.
+    const int compiled = compile_targets(
+        {{"decode-mma", "sm_90a"}, {"decode-mma", "sm_80"}, {"decode-split", "sm_90a"}, {"decode-split", "gfx1151"}},
+        tile_specs, 4, false);
     std::printf("decode tiles: %d variants compiled\n", compiled);
 }
