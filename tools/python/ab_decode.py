@@ -10,8 +10,9 @@ more runtime with those FAJIT_* settings (FAJIT_TEMPLATE_DIR: other kernel templ
 shape (BATCHxKEYS: bf16, GQA 32/8 unless --heads-q/--heads-kv say otherwise, D=128 unless
 --head-dim, one query row unless --len-q, shuffled 16-key pages) is replayed as
 compare_batched.py's graphs do, in rounds that alternate between the runtimes, so clock and
-temperature drift fall on all of them alike. Each row prints every round's ms per call and the largest difference of each
-variant's output from base's (0 where only the speed should change).
+temperature drift fall on all of them alike. Each row prints every round's ms per call and
+the largest difference of each variant's output from base's (0 where only the speed should
+change).
 """
 import argparse
 import os
@@ -75,7 +76,8 @@ def main():
             f"max |{name} - base| {max((a.float() - b.float()).abs().max().item() for a, b in zip(outs[name], outs['base'])):.3g}"
             for name in runtimes if name != "base")
         cells = "  ".join(f"{name} {' / '.join(f'{t:.4f}' for t in ts)}" for name, ts in times.items())
-        print(f"{batch}x{len_k} q{args.len_q} H={args.heads_q}/{args.heads_kv} D={args.head_dim}: {cells} ms  {differences}", flush=True)
+        label = f"{batch}x{len_k} q{args.len_q} H={args.heads_q}/{args.heads_kv} D={args.head_dim}"
+        print(f"{label}: {cells} ms  {differences}", flush=True)
         del sets
         torch.cuda.empty_cache()
 

@@ -30,6 +30,9 @@ import statistics
 import sys
 import tempfile
 
+# Beside the other scripts, whose helpers run and its shapes take.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 PHASES = ["entry", "q", "loop", "warps", "published", "arrived", "merged", "end"]
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernel_templates")
 
@@ -92,7 +95,6 @@ def instrument(source, target):
 
 
 def run(args):
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     libc = ctypes.CDLL(None)
     with tempfile.TemporaryDirectory(prefix="fajit-timeline-") as templates:
         instrument(args.template_dir, templates)
@@ -102,14 +104,13 @@ def run(args):
 def stamped_calls(args, libc, templates):
     import torch
     import fajit
-    from ab_decode import parse_shape
     from compare_batched import paged_inputs
 
     settings = {"FAJIT_LOG_LEVEL": "warn", "FAJIT_CHECK_INDICES": "0", "FAJIT_TEMPLATE_DIR": templates}
     if args.cluster_merge is not None:
         settings["FAJIT_CLUSTER_MERGE"] = args.cluster_merge
     runtime = fajit.Runtime(args.library or fajit.default_library_path(), **settings)
-    for batch, len_k in map(parse_shape, args.shapes):
+    for batch, len_k in args.shapes:
         shape = argparse.Namespace(batch=batch, len_k=len_k, len_q=1, page_size=16, heads_q=32, heads_kv=8,
                                    head_dim=128, heads_first=False, in_order=False)
         inputs = paged_inputs(shape, torch.bfloat16, torch.Generator("cuda").manual_seed(1))
@@ -150,13 +151,20 @@ def summarize(args):
             shape = None
 
 
+def shape_argument(text):
+    """BATCHxKEYS, parsed as ab_decode.py parses it (which imports torch, as only `run` needs)."""
+    from ab_decode import parse_shape
+    return parse_shape(text)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     run_parser = commands.add_parser("run", help="one stamped call per shape; prints lines for summarize")
     run_parser.add_argument("--library", help="libfajit.so (default: fajit.py's, FAJIT_LIBRARY or the build's)")
     run_parser.add_argument("--template-dir", default=TEMPLATES, help="the templates to stamp (default: the tree's)")
-    run_parser.add_argument("--shapes", nargs="+", default=["1x2048", "1x32768", "16x8192"], help="BATCHxKEYS ...")
+    run_parser.add_argument("--shapes", type=shape_argument, nargs="+", default=[(1, 2048), (1, 32768), (16, 8192)],
+                            help="BATCHxKEYS ... (default: 1x2048 1x32768 16x8192)")
     run_parser.add_argument("--cluster-merge", choices=["0", "1"], help="FAJIT_CLUSTER_MERGE for the call")
     instrument_parser = commands.add_parser("instrument", help="write the stamped templates to a folder")
     instrument_parser.add_argument("target")
