@@ -25,9 +25,15 @@ constexpr int max_splits = 64;
 // Registers a lane: the most ptxas gave over head dims 16..256 (sm_90a, bf16, dense and
 // 16-key pages; one row tile: 121 to d=64, 199 to d=128, 234 past it; two: 169, 232, 236),
 // rounded up to the allocation granule; with a V head dim of its own, the wider one's.
+// One row tile to d=64 sits at 128, two blocks an SM, where f16 with a window and a
+// soft-cap needs a few more: its moving frame (f16 P cannot hold the fixed one) meets the
+// window's mask in the main loop, and ptxas spilled 4 bytes at d=56 and 64 (sm_90a,
+// ragged), however the merges were arranged; those variants take one block an SM.
 int registers_per_lane(const KernelSpec& spec) {
     const int padded = std::max(padded_head_dim(spec.head_dim), padded_head_dim(value_head_dim(spec)));
-    if (spec.block_q == one_tile) return padded <= 64 ? 128 : padded <= 128 ? 200 : 240;
+    const bool moving_frame_in_window = spec.dtype == DType::f16 && spec.window && spec.softcap;
+    if (spec.block_q == one_tile)
+        return padded <= 64 ? (moving_frame_in_window ? 136 : 128) : padded <= 128 ? 200 : 240;
     return padded <= 64 ? 176 : padded <= 128 ? 232 : 240;
 }
 

@@ -59,9 +59,10 @@ std::vector<KernelSpec> featured_specs(const std::string& family, const std::str
             // A batched layout's addressing adds registers to the features': wgmma-sm90
             // spilled with ragged K/V, a window and a soft-cap past d=192 while dense and
             // paged did not. The sample meets each layout at a small and the largest head
-            // dim, one dtype each.
+            // dim, one dtype each, and ragged K/V at d=64 in both: decode-mma, two blocks an
+            // SM there, spilled in f16 and not in bf16 (tools/tiles/decode_mma.md, step 19).
             const bool batched_sampled = head_dim == 64 || head_dim == 256;
-            if (exhaustive_sweeps() || (batched_sampled && dtype == DType::bf16))
+            if (exhaustive_sweeps() || (batched_sampled && (dtype == DType::bf16 || head_dim == 64)))
                 add(head_dim, dtype, CausalMode::bottom_right, all_features, ragged);
             if (exhaustive_sweeps() || (batched_sampled && dtype == DType::f16))
                 add(head_dim, dtype, CausalMode::bottom_right, all_features, paged);
