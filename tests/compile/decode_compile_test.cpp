@@ -47,29 +47,13 @@ std::vector<KernelSpec> decode_specs(const std::string& family, const std::strin
     return specs;
 }
 
-// Every tile a decode family accepts, beside the one it chooses: decode-mma's waves x keys
-// per warp step x row tiles on sm_90a, and each family's waves on its other targets (d=128,
-// bf16, 16-key pages, bottom-right). A tile the family's check refuses is skipped; one it
-// accepts must compile (waves=1 once failed a static assertion on its shared memory).
-// Only the chosen tiles must not spill (the test above): a tile set by hand
-// (FAJIT_TILE, a manifest) may, and `fa-jit warm --isa` lists those that do.
+// Every tile a decode family accepts: decode-mma's waves x keys per warp step x row tiles
+// on sm_90a, and each family's waves on its other targets. A tile the family's check
+// refuses is skipped; one it accepts must compile (waves=1 once failed a static assertion
+// on its shared memory). Only the chosen tiles must not spill (the test above): a tile set
+// by hand (FAJIT_TILE, a manifest) may, and `fa-jit warm --isa` lists those that do.
 std::vector<KernelSpec> tile_specs(const std::string& family, const std::string& arch) {
-    const bool every_axis = family == "decode-mma" && arch == "sm_90a";
-    const KernelSpec chosen =
-        decode_spec(family, arch, 4, 128, DType::bf16, CausalMode::bottom_right, KvLayout::paged, 16);
-    const std::vector<int> block_ks = every_axis ? std::vector<int>{16, 32, 64} : std::vector<int>{chosen.block_k};
-    const std::vector<int> block_qs = every_axis ? std::vector<int>{16, 32} : std::vector<int>{chosen.block_q};
-    std::vector<KernelSpec> specs;
-    for (const int waves : {1, 2, 4, 8})
-        for (const int block_k : block_ks)
-            for (const int block_q : block_qs) {
-                KernelSpec spec = chosen;
-                spec.waves = waves;
-                spec.block_k = block_k;
-                spec.block_q = block_q;
-                if (validate(spec).empty()) specs.push_back(spec);
-            }
-    return specs;
+    return decode_tile_specs(family, arch, family == "decode-mma" && arch == "sm_90a");
 }
 
 // Compiles specs for arch on every core and checks each for spills (NVIDIA through ptxas -v,

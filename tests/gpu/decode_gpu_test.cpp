@@ -97,6 +97,41 @@ TEST_CASE("each decode family matches the f64 reference with one split, a few an
     }
 }
 
+TEST_CASE("every wave count a decode family accepts matches the f64 reference") {
+    if (skip_without_device()) return;
+    // The dispatcher chooses 8 warps (4 where their buffers do not fit); 1, 2 and 4 come only
+    // from FAJIT_TILE or a manifest, and 1 once did not compile at all.
+    for (const std::string& family : families_on(gpu_test_arch(), FamilyKind::decode)) {
+        int cases = 0;
+        std::uint64_t seed = 2300;
+        Runtime runtime(gpu_test_options(false));
+        for (const KernelSpec& spec : decode_tile_specs(family, gpu_test_arch(), false)) {
+            BatchShape shape;
+            shape.len_q = {1, 1, 1, 1};
+            // One key, many (the planner splits them), none, and a partial page.
+            shape.len_k = {1, 5000, 0, 300 + cases};
+            shape.heads_kv = 2;
+            shape.heads_q = 8;
+            shape.head_dim = spec.head_dim;
+            shape.dtype = spec.dtype;
+            shape.causal = spec.causal;
+            shape.scale = 4.0f / std::sqrt(static_cast<float>(spec.head_dim));
+            shape.kv_layout = spec.kv_layout;
+            shape.page_size = spec.page_size;
+            const auto inputs = random_batch_inputs(shape, seed);
+            const Comparison result =
+                compare_batch(shape, inputs, run_batch_on_device(runtime, &spec, shape, inputs, seed));
+            ++seed;
+            ++cases;
+            CHECK_MESSAGE(result.bad_elements == 0, to_string(spec) << " " << shape.describe() << ": "
+                                                                    << result.bad_elements << " bad, first "
+                                                                    << result.first_bad);
+        }
+        std::printf("%s: %d wave counts matched the reference\n", family.c_str(), cases);
+        CHECK(cases >= 3);
+    }
+}
+
 TEST_CASE("the splits of a KV head merge within a cluster as through L2, to the bit where the kernel is deterministic") {
     if (skip_without_device()) return;
     if (sm_version(gpu_test_arch()) < 90) {

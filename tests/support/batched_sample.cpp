@@ -57,4 +57,22 @@ KernelSpec decode_spec(const std::string& family, const std::string& arch, int r
     return spec;
 }
 
+std::vector<KernelSpec> decode_tile_specs(const std::string& family, const std::string& arch, bool every_axis) {
+    const KernelSpec chosen =
+        decode_spec(family, arch, 4, 128, DType::bf16, CausalMode::bottom_right, KvLayout::paged, 16);
+    const std::vector<int> block_ks = every_axis ? std::vector<int>{16, 32, 64} : std::vector<int>{chosen.block_k};
+    const std::vector<int> block_qs = every_axis ? std::vector<int>{16, 32} : std::vector<int>{chosen.block_q};
+    std::vector<KernelSpec> specs;
+    for (const int waves : {1, 2, 4, 8})
+        for (const int block_k : block_ks)
+            for (const int block_q : block_qs) {
+                KernelSpec spec = chosen;
+                spec.waves = waves;
+                spec.block_k = block_k;
+                spec.block_q = block_q;
+                if (validate(spec).empty()) specs.push_back(spec);
+            }
+    return specs;
+}
+
 }  // namespace fajit::testing

@@ -36,4 +36,10 @@ KernelSpec default_spec(const std::string& family, const std::string& arch, int 
 KernelSpec decode_spec(const std::string& family, const std::string& arch, int rows, int head_dim, DType dtype,
                        CausalMode causal, KvLayout layout, int page_size);
 
+// The tiles a decode family accepts besides the one it chooses, at d=128, bf16, four
+// packed rows, 16-key pages, bottom-right: each wave count (1, 2, 4, 8), and with
+// every_axis also each keys per warp step (16, 32, 64) and row tiles (16, 32). A tile the
+// family's check refuses is left out.
+std::vector<KernelSpec> decode_tile_specs(const std::string& family, const std::string& arch, bool every_axis);
+
 }  // namespace fajit::testing
