@@ -27,11 +27,16 @@ struct fa_decode_mma_layout {
     static constexpr int k_bytes = Spec::block_k * tile_rows::pitch;
     static constexpr int v_bytes = Spec::block_k * value_rows::pitch;
     static constexpr int warp_bytes = stages * (k_bytes + v_bytes);  // a warp's K and V buffers
-    static constexpr int buffer_bytes = q_bytes + Spec::waves * warp_bytes;
+    // After the loop, the warps' partials (rows of O in f32) and then the merged rows lie
+    // where the K/V buffers were; the area is the larger of the two uses.
+    static constexpr int partial_bytes = 4 * rows * Spec::head_dim_v;
+    static constexpr int merged_offset = q_bytes + Spec::waves * partial_bytes;
+    static constexpr int kv_bytes = Spec::waves * warp_bytes;
+    static constexpr int merge_area = (Spec::waves + 1) * partial_bytes;
+    static constexpr int buffer_bytes = q_bytes + (kv_bytes > merge_area ? kv_bytes : merge_area);
     // After the buffers: the warps' frames and sums, the block's frame and sum, and a flag.
     static constexpr int bytes = buffer_bytes + 4 * (2 * Spec::waves + 2) * rows + 4;
     static_assert(rows == 16 || rows == 32, "fa_decode_mma holds one or two m16 row tiles");
-    static_assert(4 * rows * Spec::head_dim_v <= warp_bytes, "each warp's partial fits over its K/V buffers");
     static_assert(bytes <= Spec::shared_bytes, "the host reserves less shared memory than fa_decode_mma_layout uses");
 };
 
@@ -228,7 +233,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::resident_blocks) fa_de
     // order (a float2 per lane and tile half, so a warp's store is 256 contiguous bytes
     // free of bank conflicts, where rows of O had the 8 rows of a fragment in one bank),
     // and only the halves that hold a packed row. Then each thread sums its elements over
-    // the slices and writes them, by row, over the first. (Float atomics into one slice
+    // the slices and writes them, by row, past the last. (Float atomics into one slice
     // were compare-and-swap loops on shared memory that the warps' retries serialized: a
     // fifth of the kernel's stall samples, ncu, H200, 16 x 8K keys.)
     constexpr int value_tiles = value_dim / 8;  // the padding dims' tiles are not merged
@@ -271,36 +276,29 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::resident_blocks) fa_de
         }
     __syncthreads();
     // Pair e of a slice is row 16 m + 8 h + lane / 4, columns 8 n + 2 (lane % 4) and one more.
-    constexpr int pairs_per_thread = (slice_pairs + 32 * waves - 1) / (32 * waves);
+    // Each sum goes to the merged rows past the last slice as soon as it is taken: written
+    // over the first slice, every sum had waited in a register until all slices were read,
+    // rows x dv / (64 x waves) float2 a thread, which spilled with one or two warps (up to
+    // 444 bytes at d=192; static, sm_90a).
     const auto pair_row = [](int e) { return 16 * (e / (64 * value_tiles)) + 8 * (e / 32 % 2) + e % 32 / 4; };
     const auto pair_column = [](int e) { return 8 * (e / 64 % value_tiles) + 2 * (e % 4); };
-    float2 totals[pairs_per_thread];
-#pragma unroll
-    for (int j = 0; j < pairs_per_thread; ++j) {
-        const int e = threadIdx.x + j * 32 * waves;
-        totals[j] = make_float2(0.0f, 0.0f);
-        if (e < slice_pairs && pair_row(e) < packed_rows)
+    float(*merged)[value_dim] = reinterpret_cast<float(*)[value_dim]>(fa_decode_shared + layout::merged_offset);
+    for (int e = threadIdx.x; e < slice_pairs; e += 32 * waves)
+        if (pair_row(e) < packed_rows) {
+            float2 total = make_float2(0.0f, 0.0f);
 #pragma unroll
             for (int w = 0; w < waves; ++w) {
                 const float2 part = slices[w][e];
-                totals[j].x += part.x;
-                totals[j].y += part.y;
+                total.x += part.x;
+                total.y += part.y;
             }
-    }
+            merged[pair_row(e)][pair_column(e)] = total.x;
+            merged[pair_row(e)][pair_column(e) + 1] = total.y;
+        }
     if (threadIdx.x < rows) {
         float total = 0.0f;
         for (int w = 0; w < waves; ++w) total += wave_sums[w * rows + threadIdx.x];
         block_sum[threadIdx.x] = total;
-    }
-    __syncthreads();  // every slice read before the merged rows overwrite the first
-    float(*merged)[value_dim] = reinterpret_cast<float(*)[value_dim]>(fa_decode_shared + layout::q_bytes);
-#pragma unroll
-    for (int j = 0; j < pairs_per_thread; ++j) {
-        const int e = threadIdx.x + j * 32 * waves;
-        if (e < slice_pairs && pair_row(e) < packed_rows) {
-            merged[pair_row(e)][pair_column(e)] = totals[j].x;
-            merged[pair_row(e)][pair_column(e) + 1] = totals[j].y;
-        }
     }
     __syncthreads();
     // A merge's chunk of splits in flight: 8 where a thread has 128 registers (two blocks

@@ -44,11 +44,16 @@ unsigned row_bytes(int head_dim) {
     return padded % 64 == 0 ? 2u * static_cast<unsigned>(padded) : sm80_row_bytes(head_dim);
 }
 
+// As fa_decode_mma_layout: Q, then the larger of the warps' K/V buffers and, after the
+// loop, the warps' partials with the merged rows past them; then the frames and sums.
 unsigned layout_bytes(const KernelSpec& spec, int stages) {
     const unsigned key_rows = static_cast<unsigned>(stages * spec.block_k * spec.waves);
     const unsigned rows = static_cast<unsigned>(spec.block_q);
-    const unsigned merge_bytes = 4u * (2u * spec.waves + 2u) * rows + 4u;
-    return row_bytes(spec.head_dim) * (rows + key_rows) + row_bytes(value_head_dim(spec)) * key_rows + merge_bytes;
+    const unsigned kv_bytes = (row_bytes(spec.head_dim) + row_bytes(value_head_dim(spec))) * key_rows;
+    const unsigned merge_area = (static_cast<unsigned>(spec.waves) + 1u) * 4u * rows *
+                                static_cast<unsigned>(value_head_dim(spec));
+    const unsigned frames_bytes = 4u * (2u * spec.waves + 2u) * rows + 4u;
+    return row_bytes(spec.head_dim) * rows + std::max(kv_bytes, merge_area) + frames_bytes;
 }
 
 // Blocks an SM holds at once, by registers and by shared memory: an SM's shared memory is
@@ -108,8 +113,9 @@ BlockLayout block_layout(const KernelSpec& spec) {
     return {stages, bytes, resident_blocks(spec, bytes)};
 }
 
-// fa_decode_mma_layout: Q, then each warp's kv_stages K and V buffers (rows of
-// row_bytes), then the warps' frames and sums, the block's frame and sum, and a flag.
+// fa_decode_mma_layout (layout_bytes): Q, then each warp's kv_stages K and V buffers (rows
+// of row_bytes) where the partials and merged rows go after the loop, then the warps'
+// frames and sums, the block's frame and sum, and a flag.
 // resident_blocks, the blocks an SM holds, goes to the launch bounds: left to itself,
 // ptxas aimed at two blocks an SM (128 registers) where shared memory holds one, and
 // spilled 4 bytes (d=112 on sm_90a, d=104 on sm_80), or at three where this plan counts
