@@ -15,8 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "codegen/isa_report.hpp"
-#include "spec/arch.hpp"
 #include "support/batched_sample.hpp"
 #include "support/compile_support.hpp"
 #include "support/head_dim_sample.hpp"
@@ -84,33 +82,6 @@ std::vector<KernelSpec> featured_specs(const std::string& family, const std::str
     return specs;
 }
 
-struct Outcome {
-    bool ok = false;
-    std::string problem;  // empty when it compiled and spilled nothing
-};
-
-Outcome compile_and_check(const KernelSpec& spec, const Backend& backend) {
-    if (vendor_of(spec.arch) == Vendor::nvidia) {
-        const PtxasCompile compile = compile_with_ptxas_report(spec, backend);
-        if (!compile.ok) return {false, "did not compile: " + compile.log};
-        if (compile.report.registers <= 0) return {true, "no register count in the log: " + compile.log};
-        if (compile.report.spill_store_bytes != 0 || compile.report.spill_load_bytes != 0)
-            return {true, "spills: " + compile.log};
-        return {true, ""};
-    }
-    const CompileResult result = compile_directly(spec, backend);
-    if (!result.ok) return {false, "did not compile: " + result.log};
-    std::string why;
-    const auto report = isa_report(result.code, spec.arch, &why);
-    if (!report) return {true, "no ISA report: " + why};
-    if (report->vgpr_spills != 0 || report->sgpr_spills != 0 || report->scratch_bytes != 0)
-        return {true, "spills " + std::to_string(report->vgpr_spills) + " VGPRs, " +
-                          std::to_string(report->sgpr_spills) + " SGPRs, scratch " +
-                          std::to_string(report->scratch_bytes) + " bytes"};
-    return {true, ""};
-}
-
-using Target = std::pair<std::string, std::string>;  // a family and an arch it serves
 // The prefill families on every arch each serves, then the decode families on theirs.
 const Target every_target[] = {{"scalar", "gfx1151"},
                                {"scalar", "gfx942:sramecc+:xnack-"},
@@ -127,33 +98,11 @@ const Target every_target[] = {{"scalar", "gfx1151"},
                                {"decode-mma", "sm_80"},
                                {"decode-mma", "sm_90a"}};
 
-// Compiles specs_of(family, arch) for each target whose compiler is present, on every
-// core, and checks each for spills; returns how many compiled.
-template <class SpecsOf>
-int compile_all_without_spills(std::span<const Target> targets, SpecsOf specs_of) {
-    int compiled = 0;
-    for (const auto& [family, arch] : targets) {
-        const Backend* backend = compiler_for(arch);
-        if (!backend) continue;
-        const std::vector<KernelSpec> specs = specs_of(family, arch);
-        REQUIRE_MESSAGE(!specs.empty(), family << " on " << arch);
-        std::vector<Outcome> outcomes(specs.size());
-        on_every_core(specs.size(), [&](std::size_t i) { outcomes[i] = compile_and_check(specs[i], *backend); });
-        for (std::size_t i = 0; i < specs.size(); ++i) {
-            INFO(to_string(specs[i]));
-            CHECK_MESSAGE(outcomes[i].ok, outcomes[i].problem);
-            CHECK_MESSAGE(outcomes[i].problem.empty(), outcomes[i].problem);
-            compiled += outcomes[i].ok;
-        }
-    }
-    return compiled;
-}
-
 }  // namespace
 
 TEST_CASE("window, soft-cap and sinks compile in every family for every arch it serves, without spills") {
     std::printf("model features: %d variants compiled, each checked for spills\n",
-                compile_all_without_spills(every_target, featured_specs));
+                compile_targets(every_target, featured_specs, 1, Spills::fail));
 }
 
 namespace {
@@ -193,5 +142,5 @@ std::vector<KernelSpec> value_dim_specs(const std::string& family, const std::st
 
 TEST_CASE("a V head dim of its own compiles in every family for every arch it serves, without spills") {
     std::printf("V head dims: %d variants compiled, each checked for spills\n",
-                compile_all_without_spills(every_target, value_dim_specs));
+                compile_targets(every_target, value_dim_specs, 1, Spills::fail));
 }

@@ -9,10 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <mutex>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -27,27 +24,11 @@ using namespace fajit::testing;
 
 namespace {
 
-// Compiles every spec on a few threads (each NVRTC program is independent) and checks
+// Compiles every spec on every core (each NVRTC program is independent) and checks
 // each compiled without spills, printing the register counts.
 void check_no_spills(const std::vector<KernelSpec>& specs, const Backend& backend) {
     std::vector<PtxasCompile> reports(specs.size());
-    std::mutex mutex;
-    std::size_t next = 0;
-    const auto worker = [&] {
-        for (;;) {
-            std::size_t index;
-            {
-                std::lock_guard lock(mutex);
-                if (next == specs.size()) return;
-                index = next++;
-            }
-            reports[index] = compile_with_ptxas_report(specs[index], backend);
-        }
-    };
-    const unsigned threads = std::max(1u, std::min(4u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (auto& thread : pool) thread.join();
+    on_every_core(specs.size(), [&](std::size_t i) { reports[i] = compile_with_ptxas_report(specs[i], backend); });
 
     for (std::size_t i = 0; i < specs.size(); ++i) {
         const auto& [ok, log, report] = reports[i];

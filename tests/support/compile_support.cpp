@@ -1,11 +1,15 @@
 #include "support/compile_support.hpp"
 
+#include <doctest/doctest.h>
+
 #include <atomic>
 #include <cstdio>
 #include <memory>
 #include <thread>
 
 #include "codegen/emitter.hpp"
+#include "codegen/isa_report.hpp"
+#include "spec/arch.hpp"
 
 namespace fajit::testing {
 
@@ -51,6 +55,61 @@ void on_every_core(std::size_t count, const std::function<void(std::size_t)>& wo
             for (std::size_t i = next++; i < count; i = next++) work(i);
         });
     for (auto& worker : workers) worker.join();
+}
+
+SpillCheck compile_and_check_spills(const KernelSpec& spec, const Backend& backend) {
+    if (vendor_of(spec.arch) == Vendor::nvidia) {
+        const PtxasCompile compile = compile_with_ptxas_report(spec, backend);
+        if (!compile.ok) return {false, "did not compile: " + compile.log};
+        const PtxasReport& report = compile.report;
+        if (report.registers <= 0) return {true, "no register count in the log: " + compile.log};
+        if (report.spill_store_bytes != 0 || report.spill_load_bytes != 0)
+            return {true,
+                    "spills " + std::to_string(report.spill_store_bytes) + " bytes stored, " +
+                        std::to_string(report.spill_load_bytes) + " loaded, at " + std::to_string(report.registers) +
+                        " registers",
+                    true};
+        return {true, ""};
+    }
+    const CompileResult result = compile_directly(spec, backend);
+    if (!result.ok) return {false, "did not compile: " + result.log};
+    std::string why;
+    const auto report = isa_report(result.code, spec.arch, &why);
+    if (!report) return {true, "no ISA report: " + why};
+    if (report->wave_size != wave_size(spec.arch))
+        return {true, "wave size " + std::to_string(report->wave_size) + " where " + spec.arch + " runs " +
+                          std::to_string(wave_size(spec.arch))};
+    if (report->vgpr_spills != 0 || report->sgpr_spills != 0 || report->scratch_bytes != 0)
+        return {true,
+                "spills " + std::to_string(report->vgpr_spills) + " VGPRs, " + std::to_string(report->sgpr_spills) +
+                    " SGPRs, scratch " + std::to_string(report->scratch_bytes) + " bytes",
+                true};
+    return {true, ""};
+}
+
+int compile_targets(std::span<const Target> targets, const SpecsOf& specs_of, std::size_t at_least, Spills spills) {
+    int compiled = 0;
+    for (const auto& [family, arch] : targets) {
+        const Backend* backend = compiler_for(arch);
+        if (!backend) continue;
+        const std::vector<KernelSpec> specs = specs_of(family, arch);
+        REQUIRE_MESSAGE(specs.size() >= at_least, family, " on ", arch, ": ", specs.size(), " variants");
+        std::vector<SpillCheck> checks(specs.size());
+        on_every_core(specs.size(), [&](std::size_t i) { checks[i] = compile_and_check_spills(specs[i], *backend); });
+        for (std::size_t i = 0; i < specs.size(); ++i) {
+            const SpillCheck& check = checks[i];
+            INFO(to_string(specs[i]));
+            CHECK_MESSAGE(check.compiled, check.problem);
+            if (!check.compiled) continue;
+            ++compiled;
+            if (check.spilled && spills == Spills::are_printed) {
+                std::printf("%s: %s\n", check.problem.c_str(), to_string(specs[i]).c_str());
+                continue;
+            }
+            CHECK_MESSAGE(check.problem.empty(), check.problem);
+        }
+    }
+    return compiled;
 }
 
 }  // namespace fajit::testing

@@ -1,8 +1,11 @@
 #pragma once
-// What the compile suites share: the backend for a target, and compiling a spec
-// straight through it (the suites check compilers, so the cache stays out of the way).
+// What the compile suites share: the backend for a target, compiling a spec straight
+// through it (the suites check compilers, so the cache stays out of the way), and the
+// sweep of families x archs that reads every variant for spills.
 #include <functional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -28,5 +31,28 @@ PtxasCompile compile_with_ptxas_report(const KernelSpec&, const Backend&);
 // work(0) .. work(count - 1) on a thread per core: the compiles are most of a compile
 // suite's time, and each is independent.
 void on_every_core(std::size_t count, const std::function<void(std::size_t)>& work);
+
+// A variant compiled and read for spills: NVIDIA through ptxas -v, AMD through the code
+// object's notes (which must exist and name the arch's wave size). problem says why it did
+// not compile, or what is wrong with the kernel it compiled; empty when nothing is.
+struct SpillCheck {
+    bool compiled = false;
+    std::string problem;
+    bool spilled = false;  // the problem is a spill (or scratch) and nothing else
+};
+SpillCheck compile_and_check_spills(const KernelSpec&, const Backend&);
+
+using Target = std::pair<std::string, std::string>;  // a family and an arch it serves
+using SpecsOf = std::function<std::vector<KernelSpec>(const std::string& family, const std::string& arch)>;
+
+// Whether a spill fails the test or is printed: the dispatcher's tiles must not spill,
+// while a tile set by hand (FAJIT_TILE, a manifest) may, since it still runs.
+enum class Spills { fail, are_printed };
+
+// For each target whose compiler is present: specs_of(family, arch), at least at_least of
+// them, compiled on every core and each checked as compile_and_check_spills does, through
+// doctest's assertions; returns how many compiled. A target without its compiler is
+// skipped with the reason printed.
+int compile_targets(std::span<const Target> targets, const SpecsOf& specs_of, std::size_t at_least, Spills spills);
 
 }  // namespace fajit::testing
