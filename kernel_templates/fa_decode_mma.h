@@ -308,9 +308,8 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::resident_blocks) fa_de
     __syncthreads();
     // A merge's chunk of splits in flight: 8 where a thread has 128 registers (two blocks
     // an SM of 8 warps, d <= 64), where 16 spilled in the cluster merge (4 bytes at d=56
-    // and d=64, sm_90a), else 16. The warps' frames and sums are free now, and the cluster
-    // merge's pending (2 x rows floats) goes over them: 2 x waves x rows, one warp or more.
+    // and d=64, sm_90a), else 16.
     constexpr int merge_chunk = 65536 / (Spec::resident_blocks * waves * 32) > 128 ? 16 : 8;
-    fa_split_finish<Spec, merge_chunk>(p, sequence, kv_head, packed_rows, merged, block_frame, block_sum, wave_frames,
+    fa_split_finish<Spec, merge_chunk>(p, sequence, kv_head, packed_rows, merged, block_frame, block_sum,
                                        merges_splits);
 }

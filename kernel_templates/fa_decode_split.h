@@ -190,9 +190,6 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_sp
     }
     __syncthreads();
 
-    // A merge's chunk of 16 splits in flight (no variant of this family spills with it);
-    // the query's rows are free now, and the cluster merge's pending (2 x rows floats) goes
-    // over them: rows x head_dim, two head dims or more.
-    fa_split_finish<Spec, 16>(p, sequence, kv_head, packed_rows, merged, block_frame, block_sum, &query[0][0],
-                              merges_splits);
+    // A merge's chunk of 16 splits in flight (no variant of this family spills with it).
+    fa_split_finish<Spec, 16>(p, sequence, kv_head, packed_rows, merged, block_frame, block_sum, merges_splits);
 }

@@ -51,21 +51,43 @@ FAJIT_DEVICE fa_split_block fa_split_block_of(const fa_params& p, int step) {
 FAJIT_DEVICE int fa_packed_head(int kv_head, int group, int r) { return kv_head * group + r % group; }
 FAJIT_DEVICE int fa_packed_query_row(int group, int r) { return r / group; }
 
-// One wave writes one row: O normalized (fa_row_normalizer) and its natural-log LSE;
-// out[c] holds head dim lane + c * wave size (of O: Spec::head_dim_v).
-template <class Spec, int dims_per_lane>
-FAJIT_DEVICE void fa_split_store_row(const fa_params& p, const fa_sequence& sequence, int head, int row,
-                                     const float (&out)[dims_per_lane], float frame, float sum) {
+// Adjacent elements of O (columns of them) relative to their row's frame, with the row's
+// sum: one split's part, or the merge of all of them.
+template <int columns>
+struct fa_split_part {
+    float frame, sum;
+    float value[columns];
+};
+
+// Stores columns d, d + 1, ... of packed row r of O, normalized (fa_row_normalizer), and
+// with column 0 the row's natural-log LSE. The thread that has a part stores it: where a
+// wave stored each row from shared memory, the last block of a merge through L2 waited on
+// a barrier and a second pass after its merge (the end of a batch-1 launch).
+template <class Spec, int columns>
+FAJIT_DEVICE void fa_split_store(const fa_params& p, const fa_sequence& sequence, int kv_head, int group, int r,
+                                 int d, const fa_split_part<columns>& part) {
     using out_element = typename Spec::out_element;
-    const int lane = fa_lane();
+    const int head = fa_packed_head(kv_head, group, r), row = fa_packed_query_row(group, r);
     float lse;
-    const float inverse = fa_row_normalizer<Spec>(p, head, frame, sum, lse);
+    const float inverse = fa_row_normalizer<Spec>(p, head, part.frame, part.sum, lse);
     out_element* output_row = static_cast<out_element*>(p.o) + fa_row_offset(p.o_stride, sequence, head, row);
-    for (int c = 0; c < dims_per_lane; ++c) {
-        const int d = lane + c * FAJIT_WAVE_SIZE;
-        if (d < Spec::head_dim_v) output_row[d] = fa_from_float<out_element>(out[c] * inverse);
-    }
-    if (p.lse && lane == 0) p.lse[fa_lse_index<Spec>(p, sequence, head, row)] = lse;
+#pragma unroll
+    for (int c = 0; c < columns; ++c) output_row[d + c] = fa_from_float<out_element>(part.value[c] * inverse);
+    if (p.lse && d == 0) p.lse[fa_lse_index<Spec>(p, sequence, head, row)] = lse;
+}
+
+// A pair of floats another block of this launch published before its arrival was counted
+// (fa_block_arrives_last): NVIDIA reads it from L2 in one load (.cg: no line of it can sit
+// stale in this SM's L1); elsewhere two volatile loads.
+FAJIT_DEVICE float2 fa_load_published(const float2* at) {
+#if FAJIT_NVIDIA
+    float2 value;
+    asm volatile("ld.global.cg.v2.f32 {%0, %1}, [%2];" : "=f"(value.x), "=f"(value.y) : "l"(at) : "memory");
+    return value;
+#else
+    const volatile float* pair = reinterpret_cast<const volatile float*>(at);
+    return make_float2(pair[0], pair[1]);
+#endif
 }
 
 // Counts the block's arrival at `counter`, one of `arrivals`, and tells every thread
@@ -93,14 +115,6 @@ FAJIT_DEVICE bool fa_block_arrives_last(unsigned int* counter, unsigned int arri
     return last;
 #endif
 }
-
-// Adjacent elements of O (columns of them) relative to their row's frame, with the row's
-// sum: one split's part, or the merge of all of them.
-template <int columns>
-struct fa_split_part {
-    float frame, sum;
-    float value[columns];
-};
 
 // Merges columns of O's elements over the splits through their LSE; part(j) reads split
 // j's. The merge is on the launch's critical path, so it reads the splits a chunk at a
@@ -169,27 +183,21 @@ FAJIT_DEVICE float fa_cluster_load(unsigned int remote) {
 // The splits launched as one cluster (its x extent, so the cluster rank is blockIdx.x, the
 // split) merge through distributed shared memory: no partial goes through L2 and no block
 // waits on an arrival counter, the end of the launch that batch 1 pays for. Block b merges
-// rows b, b + splits, ... of every split's merged, frame and sum where they lie, and
-// leaves those rows merged in its own; the rest of its rows are not its to store. An
-// element a thread: two (as through L2) took registers enough to spill (4 bytes at d=64
-// with every feature, sm_90a). pending: 2 x Spec::block_q floats of this block's shared
-// memory that no other block reads.
+// and stores rows b, b + splits, ... from every split's merged, frame and sum where they
+// lie. An element a thread: two (as through L2) took registers enough to spill (4 bytes at
+// d=64 with every feature, sm_90a).
 template <class Spec, int chunk>
-FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, int packed_rows, float (*merged)[Spec::head_dim_v],
-                                      float* frame, float* sum, float* pending) {
+FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, const fa_sequence& sequence, int kv_head, int packed_rows,
+                                      float (*merged)[Spec::head_dim_v], float* frame, float* sum) {
     constexpr int value_dim = Spec::head_dim_v;
     constexpr int threads = Spec::waves * FAJIT_WAVE_SIZE;
     // Two splits or more, so a block merges at most half the rows (rounded up).
     constexpr int per_thread = ((Spec::block_q + 1) / 2 * value_dim + threads - 1) / threads;
     const int splits = p.num_splits, rank = static_cast<int>(blockIdx.x);
     const int rows_here = packed_rows > rank ? (packed_rows - rank + splits - 1) / splits : 0;
+    const int group = p.heads_q / p.heads_kv;
     const auto shared_address = [](const void* at) { return static_cast<unsigned int>(__cvta_generic_to_shared(at)); };
     fa_cluster_barrier();  // every split's rows complete (each block's barrier made them so within it)
-    // No other block reads this block's rows, so a thread writes its merged value over its
-    // own split's as soon as it has it; a row's merged frame and sum, which every thread of
-    // the row reads here, wait in pending for the block's barrier. (Holding the values
-    // until a barrier spilled at d=64 with every feature, sm_90a; holding a frame and sum
-    // an element in registers, at d=56 with a window or a soft-cap.)
 #pragma unroll
     for (int k = 0; k < per_thread; ++k) {
         const int i = static_cast<int>(threadIdx.x) + k * threads;
@@ -205,100 +213,67 @@ FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, int packed_rows, float
             return fa_split_part<1>{fa_cluster_load(split + at_frame), fa_cluster_load(split + at_sum),
                                     {fa_cluster_load(split + at_value)}};
         });
-        merged[r][d] = element.value[0];
-        if (d == 0) {
-            pending[r] = element.frame;
-            pending[Spec::block_q + r] = element.sum;
-        }
+        fa_split_store<Spec, 1>(p, sequence, kv_head, group, r, d, element);
     }
-    __syncthreads();  // every frame and sum of this block's rows read
-    for (int r = rank + splits * static_cast<int>(threadIdx.x); r < packed_rows; r += splits * threads) {
-        frame[r] = pending[r];
-        sum[r] = pending[Spec::block_q + r];
-    }
-    // Every block done reading the others before any leaves; within this block, the rows'
-    // frames and sums written before it are read after it.
-    fa_cluster_barrier();
+    fa_cluster_barrier();  // every block done reading the others before any leaves
 }
 #endif
 
 // Ends the block (see the top of this part); every thread of the block calls it, after
 // a barrier that makes merged, frame and sum complete. merges_splits is a shared flag.
-// Only the packed rows are published and merged: the tile's idle rows are never stored.
+// Only the packed rows are published, merged and stored: the tile's idle rows never are.
 // merge_chunk: the splits whose parts a thread has in flight at once, in either merge
-// (the same in both, so that they agree to the bit). pending: as fa_merge_in_cluster's.
+// (the same in both, so that they agree to the bit).
 template <class Spec, int merge_chunk>
 FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequence, int kv_head, int packed_rows,
-                                  float (*merged)[Spec::head_dim_v], float* frame, float* sum, float* pending,
-                                  bool& merges_splits) {
-    constexpr int lanes = FAJIT_WAVE_SIZE;
+                                  float (*merged)[Spec::head_dim_v], float* frame, float* sum, bool& merges_splits) {
     constexpr int rows = Spec::block_q;
     constexpr int value_dim = Spec::head_dim_v;  // O's
-    constexpr int dims_per_lane = (value_dim + lanes - 1) / lanes;
-    const int lane = fa_lane();
-    const int wave = static_cast<int>(threadIdx.x) / lanes;
-    const int waves = static_cast<int>(blockDim.x) / lanes;
+    // A thread stores (and through L2 merges) two adjacent columns of a row: O's head dims
+    // are multiples of 8, so rows hold whole pairs. 4 rows of 128 (GQA 4 at batch 1) are
+    // one pass of 256 threads with every load of the merge in flight, where an element a
+    // thread took two passes, each a round trip to L2 on the launch's last block.
+    constexpr int pairs = value_dim / 2;  // of a row
     const int group = p.heads_q / p.heads_kv;
 
-    // The rows this block stores: every packed row, or in a cluster every splits-th.
-    int first_row = 0, row_step = 1;
     if (p.num_splits > 1) {
 #if FAJIT_NVIDIA && __CUDA_ARCH__ >= 900
         if (fa_cluster_blocks() == p.num_splits) {
-            fa_merge_in_cluster<Spec, merge_chunk>(p, packed_rows, merged, frame, sum, pending);
-            first_row = static_cast<int>(blockIdx.x);
-            row_step = p.num_splits;
-        } else
-#endif
-        {
-            // Publish this split's partial, and let the last to arrive merge them all into
-            // merged, frame and sum, which then end the block as one split's would.
-            constexpr int partial_floats = rows * (value_dim + 2);
-            const long long pair = static_cast<long long>(blockIdx.z) * p.heads_kv + kv_head;
-            float* partials = p.split_partials + pair * p.num_splits * partial_floats;
-            float* mine = partials + blockIdx.x * partial_floats;
-            for (int i = threadIdx.x; i < packed_rows * value_dim; i += blockDim.x)
-                mine[i] = merged[i / value_dim][i % value_dim];
-            if (threadIdx.x < packed_rows) {
-                mine[rows * value_dim + threadIdx.x] = frame[threadIdx.x];
-                mine[rows * value_dim + rows + threadIdx.x] = sum[threadIdx.x];
-            }
-            if (!fa_block_arrives_last(p.split_arrivals + pair, static_cast<unsigned int>(p.num_splits), merges_splits))
-                return;
-
-            // A thread two adjacent columns of a row, every thread taking part: 4 rows of
-            // 128 (GQA 4 at batch 1) are one pass of 256 threads with every load in flight,
-            // where an element a thread took two passes, each a round trip to L2 on the
-            // launch's last block (O's head dims are multiples of 8, so rows hold whole
-            // pairs). Volatile: the partials were written by other blocks during this launch.
-            constexpr int pairs = value_dim / 2;  // of a row
-            const volatile float* all = partials;
-            for (int i = threadIdx.x; i < packed_rows * pairs; i += blockDim.x) {
-                const int r = i / pairs, d = 2 * (i % pairs);
-                const fa_split_part<2> element = fa_merge_split_parts<2, merge_chunk>(p.num_splits, [&](int j) {
-                    const volatile float* split = all + j * partial_floats;
-                    return fa_split_part<2>{split[rows * value_dim + r], split[rows * value_dim + rows + r],
-                                            {split[r * value_dim + d], split[r * value_dim + d + 1]}};
-                });
-                merged[r][d] = element.value[0];
-                merged[r][d + 1] = element.value[1];
-                if (d == 0) {
-                    frame[r] = element.frame;
-                    sum[r] = element.sum;
-                }
-            }
-            if (threadIdx.x == 0) p.split_arrivals[pair] = 0u;  // ready for the next launch
-            __syncthreads();
+            fa_merge_in_cluster<Spec, merge_chunk>(p, sequence, kv_head, packed_rows, merged, frame, sum);
+            return;
         }
+#endif
+        // Publish this split's partial (its rows' values as pairs, then each row's frame and
+        // sum as a pair), and let the last to arrive merge them all and store the rows.
+        constexpr int partial_pairs = rows * (pairs + 1);
+        const long long pair_of_heads = static_cast<long long>(blockIdx.z) * p.heads_kv + kv_head;
+        float2* partials = reinterpret_cast<float2*>(p.split_partials) + pair_of_heads * p.num_splits * partial_pairs;
+        float2* mine = partials + blockIdx.x * partial_pairs;
+        for (int i = threadIdx.x; i < packed_rows * pairs; i += blockDim.x) {
+            const int r = i / pairs, d = 2 * (i % pairs);
+            mine[i] = make_float2(merged[r][d], merged[r][d + 1]);
+        }
+        if (threadIdx.x < packed_rows) mine[rows * pairs + threadIdx.x] = make_float2(frame[threadIdx.x], sum[threadIdx.x]);
+        if (!fa_block_arrives_last(p.split_arrivals + pair_of_heads, static_cast<unsigned int>(p.num_splits),
+                                   merges_splits))
+            return;
+        for (int i = threadIdx.x; i < packed_rows * pairs; i += blockDim.x) {
+            const int r = i / pairs;
+            const fa_split_part<2> element = fa_merge_split_parts<2, merge_chunk>(p.num_splits, [&](int j) {
+                const float2* split = partials + j * partial_pairs;
+                const float2 frame_and_sum = fa_load_published(split + rows * pairs + r);
+                const float2 values = fa_load_published(split + i);
+                return fa_split_part<2>{frame_and_sum.x, frame_and_sum.y, {values.x, values.y}};
+            });
+            fa_split_store<Spec, 2>(p, sequence, kv_head, group, r, 2 * (i % pairs), element);
+        }
+        if (threadIdx.x == 0) p.split_arrivals[pair_of_heads] = 0u;  // ready for the next launch
+        return;
     }
 
-    for (int r = first_row + wave * row_step; r < packed_rows; r += waves * row_step) {
-        float row_out[dims_per_lane];
-        for (int c = 0; c < dims_per_lane; ++c) {
-            const int d = lane + c * lanes;
-            row_out[c] = d < value_dim ? merged[r][d] : 0.0f;
-        }
-        fa_split_store_row<Spec, dims_per_lane>(p, sequence, fa_packed_head(kv_head, group, r),
-                                                fa_packed_query_row(group, r), row_out, frame[r], sum[r]);
+    for (int i = threadIdx.x; i < packed_rows * pairs; i += blockDim.x) {
+        const int r = i / pairs, d = 2 * (i % pairs);
+        fa_split_store<Spec, 2>(p, sequence, kv_head, group, r, d,
+                                fa_split_part<2>{frame[r], sum[r], {merged[r][d], merged[r][d + 1]}});
     }
 }
