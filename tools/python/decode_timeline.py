@@ -18,7 +18,8 @@ script and names it, so it never reports a kernel it did not mark.
 Phases: entry (the block starts, before it waits on the kernel before), q (Q has landed),
 loop (the block's keys are done), warps (its warps' partials merged), published (its
 partial is in the workspace; L2 merge only), arrived (its arrival counted), merged (the
-last block's merge done) and end (the block's rows stored). Before the timed call, a
+last block's first thread has merged and stored its part of the rows) and end (every
+thread of the block has stored its part). Before the timed call, a
 512 MiB fill evicts the inputs from L2, so the call reads from memory as a cold decode
 step would.
 """
@@ -60,8 +61,8 @@ MARKS = [
      "    FA_STAMP(1);\n"),
     ("fa_decode_mma.h", "    __syncthreads();           // and no warp still reads them\n", "", "    FA_STAMP(2);\n"),
     ("fa_decode_mma.h",
-     "    fa_split_finish<Spec, merge_chunk>(p, sequence, kv_head, packed_rows, merged, block_frame, block_sum, "
-     "wave_frames,\n                                       merges_splits);\n",
+     "    fa_split_finish<Spec, merge_chunk>(p, sequence, kv_head, packed_rows, merged, block_frame, block_sum,\n"
+     "                                       merges_splits);\n",
      "    FA_STAMP(3);\n",
      "    __syncthreads();\n"
      "    FA_STAMP(7);\n"
@@ -71,13 +72,12 @@ MARKS = [
      "               (int)blockIdx.z, (int)merges_splits, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);\n"
      "    }\n"),
     ("prelude_split_kv.h",
-     "            if (!fa_block_arrives_last(p.split_arrivals + pair, static_cast<unsigned int>(p.num_splits), "
-     "merges_splits))\n                return;\n",
-     "            FA_STAMP(4);\n", "            FA_STAMP(5);\n"),
+     "        if (!fa_block_arrives_last(p.split_arrivals + pair_of_heads, static_cast<unsigned int>(p.num_splits),\n"
+     "                                   merges_splits))\n            return;\n",
+     "        FA_STAMP(4);\n", "        FA_STAMP(5);\n"),
     ("prelude_split_kv.h",
-     "            if (threadIdx.x == 0) p.split_arrivals[pair] = 0u;  // ready for the next launch\n"
-     "            __syncthreads();\n",
-     "", "            FA_STAMP(6);\n"),
+     "        if (threadIdx.x == 0) p.split_arrivals[pair_of_heads] = 0u;  // ready for the next launch\n",
+     "        FA_STAMP(6);\n", ""),
 ]
 
 
