@@ -185,7 +185,9 @@ FAJIT_DEVICE float fa_cluster_load(unsigned int remote) {
 // waits on an arrival counter, the end of the launch that batch 1 pays for. Block b merges
 // and stores rows b, b + splits, ... from every split's merged, frame and sum where they
 // lie. An element a thread: two (as through L2) took registers enough to spill (4 bytes at
-// d=64 with every feature, sm_90a).
+// d=64 with every feature, sm_90a). The passes unroll only while they are few (one row
+// tile of 8 warps at any head dim): unrolled with the store in each, one warp's 40 passes at
+// d=160 took 254 registers where 199 had sufficed, and spilled.
 template <class Spec, int chunk>
 FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, const fa_sequence& sequence, int kv_head, int packed_rows,
                                       float (*merged)[Spec::head_dim_v], float* frame, float* sum) {
@@ -193,12 +195,13 @@ FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, const fa_sequence& seq
     constexpr int threads = Spec::waves * FAJIT_WAVE_SIZE;
     // Two splits or more, so a block merges at most half the rows (rounded up).
     constexpr int per_thread = ((Spec::block_q + 1) / 2 * value_dim + threads - 1) / threads;
+    constexpr int unrolled_passes = per_thread <= 8 ? per_thread : 1;
     const int splits = p.num_splits, rank = static_cast<int>(blockIdx.x);
     const int rows_here = packed_rows > rank ? (packed_rows - rank + splits - 1) / splits : 0;
     const int group = p.heads_q / p.heads_kv;
     const auto shared_address = [](const void* at) { return static_cast<unsigned int>(__cvta_generic_to_shared(at)); };
     fa_cluster_barrier();  // every split's rows complete (each block's barrier made them so within it)
-#pragma unroll
+#pragma unroll(unrolled_passes)
     for (int k = 0; k < per_thread; ++k) {
         const int i = static_cast<int>(threadIdx.x) + k * threads;
         if (i >= rows_here * value_dim) continue;
