@@ -256,7 +256,8 @@ FAJIT_DEVICE void fa_split_finish(const fa_params& p, const fa_sequence& sequenc
             const int r = i / pairs, d = 2 * (i % pairs);
             mine[i] = make_float2(merged[r][d], merged[r][d + 1]);
         }
-        if (threadIdx.x < packed_rows) mine[rows * pairs + threadIdx.x] = make_float2(frame[threadIdx.x], sum[threadIdx.x]);
+        if (threadIdx.x < packed_rows)
+            mine[rows * pairs + threadIdx.x] = make_float2(frame[threadIdx.x], sum[threadIdx.x]);
         if (!fa_block_arrives_last(p.split_arrivals + pair_of_heads, static_cast<unsigned int>(p.num_splits),
                                    merges_splits))
             return;
