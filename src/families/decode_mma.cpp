@@ -25,15 +25,15 @@ constexpr int max_splits = 64;
 // Registers a lane: the most ptxas gave over head dims 16..256 (sm_90a, bf16, dense and
 // 16-key pages; one row tile: 121 to d=64, 199 to d=128, 234 past it; two: 169, 232, 236),
 // rounded up to the allocation granule; with a V head dim of its own, the wider one's.
-// One row tile to d=64 sits at 128, two blocks an SM, where f16 with a window and a
-// soft-cap needs a few more: its moving frame (f16 P cannot hold the fixed one) meets the
-// window's mask in the main loop, and ptxas spilled 4 bytes at d=56 and 64 (sm_90a,
-// ragged), however the merges were arranged; those variants take one block an SM.
+// One row tile to d=64 sits at 128, two blocks an SM, where a soft-cap needs a few more:
+// ptxas spilled 4 bytes at 128 with f16 and a window at d=56 and 64 (ragged), and later
+// with f16 and the cap alone at those head dims (ragged) and with bf16 and every feature
+// at d=48 (16-key pages; sm_90a, NVRTC 13, the exhaustive features suite). Capped
+// variants there take one block an SM.
 int registers_per_lane(const KernelSpec& spec) {
     const int padded = std::max(padded_head_dim(spec.head_dim), padded_head_dim(value_head_dim(spec)));
-    const bool moving_frame_in_window = spec.dtype == DType::f16 && spec.window && spec.softcap;
     if (spec.block_q == one_tile)
-        return padded <= 64 ? (moving_frame_in_window ? 136 : 128) : padded <= 128 ? 200 : 240;
+        return padded <= 64 ? (spec.softcap ? 136 : 128) : padded <= 128 ? 200 : 240;
     return padded <= 64 ? 176 : padded <= 128 ? 232 : 240;
 }
 
