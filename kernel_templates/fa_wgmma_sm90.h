@@ -97,10 +97,12 @@ struct fa_wgmma_layout {
     static constexpr int threads = consumers + 128;
     static constexpr int launch_registers = 65536 / threads / 8 * 8 > 240 ? 240 : 65536 / threads / 8 * 8;
     // e4m3's producer also transposes V: at 56 it spilled at d=32 and 64 (sm_90a ptxas).
-    // Ragged K/V with a window and a soft-cap spilled 8-12 bytes at 56 from d=200 (both
+    // Ragged K/V with a window and a soft-cap spilled 8-24 bytes at 56 from d=184 (both
     // 16-bit types) and nothing at 48, the consumers getting 224 either way (ptxas 13);
-    // no ragged variant spills at 48 (every head dim, with and without the features).
-    static constexpr int producer_registers = groups == 1 ? 96 : fp8 ? 72 : Spec::kv_layout == FA_KV_RAGGED ? 48 : 56;
+    // without that pair, 48 spilled 4-52 bytes where dv != d (d=24-64 with dv=16 or 64-128,
+    // d=152-160 with dv=256) and 56 nothing.
+    static constexpr bool ragged_window_and_cap = Spec::kv_layout == FA_KV_RAGGED && Spec::window && Spec::softcap;
+    static constexpr int producer_registers = groups == 1 ? 96 : fp8 ? 72 : ragged_window_and_cap ? 48 : 56;
     static constexpr int consumer_registers_that_fit =
         (launch_registers * threads - 128 * producer_registers) / consumers / 8 * 8;
     static constexpr int consumer_registers = consumer_registers_that_fit > 240 ? 240 : consumer_registers_that_fit;
@@ -347,6 +349,14 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
     constexpr int out_n = value_columns % 128 == 0 ? 128 : 64;       // head dims one P V wgmma covers
     constexpr int out_chunks = value_columns / out_n;
     constexpr float margin_log2 = Spec::rescale_margin * FAJIT_LOG2E;
+    // The MUFU unit gives 16 exp2s a clock an SM against 4096 f16 FLOPs of wgmma, so
+    // where Q K^T and P V take 256 FLOPs a score or fewer (D=64) its exp2 takes as long
+    // as its products: one of every 4 moves to the FMA unit there (tools/tiles/wgmma_sm90.md:
+    // 1-6% faster at d=32-64 in f16 and bf16 on an H200 and an H100; 2 or 3 of 4 were
+    // slower, as was any share for the soft-cap's second MUFU result at D=128, and e4m3
+    // 1% slower). Both head dims at most 64, not their sum: d=24 and 32 with dv=96
+    // spilled 60 bytes in bf16 with window, cap and sinks.
+    constexpr int exp2_on_fma = head_dim <= 64 && value_dim <= 64 && !fp8 ? 1 : 0;
 
     extern __shared__ __align__(128) unsigned char fa_wgmma_shared[];
     const unsigned int shared = (fa_nv_shared_address(fa_wgmma_shared) + (layout::alignment - 1)) &
@@ -678,7 +688,7 @@ __global__ void __launch_bounds__(fa_wgmma_layout<Spec>::threads, 1)
             const float multiplier =
                 fa_m16n8_scores<Spec, key_tiles, true>(p, kv_head, score, masked, visible, key0, row_max);
             const bool moved = fa_m16n8_move_frames(p, len_q, my_row, margin_log2, row_max, frame, sum, correction);
-            fa_m16n8_exponentiate<key_tiles>(score, multiplier, frame, sum);
+            fa_m16n8_exponentiate<key_tiles, exp2_on_fma>(score, multiplier, frame, sum);
             return __any_sync(0xffffffffu, moved);
         };
 

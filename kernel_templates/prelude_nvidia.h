@@ -74,6 +74,21 @@ FAJIT_DEVICE float fa_nv_exp2(float x) {
     return y;
 }
 
+// 2^x for x <= 127 on the FMA and integer units, for kernels whose MUFU unit is the
+// bottleneck (fa_m16n8_exponentiate). x = n + f with n an integer and |f| <= 1/2:
+// adding 1.5 2^23 rounds x to n in the sum's low mantissa bits, 2^f is a cubic (minimax
+// with 2^0 = 1 exactly, relative error 1.0e-4: below half an ulp of f16 P, 2.4e-4), and
+// n is added to its exponent field. x is clamped at -127, where f = 0 and the exponent
+// wraps to exactly +0, so a masked score's 2^-inf is 0 as with fa_nv_exp2.
+FAJIT_DEVICE float fa_nv_exp2_on_fma(float x) {
+    const float rounder = 12582912.0f;  // 1.5 2^23
+    const float clamped = fmaxf(x, -127.0f);
+    const float shifted = clamped + rounder;
+    const float f = clamped - (shifted - rounder);
+    const float power = fmaf(fmaf(fmaf(0.05500876f, f, 0.24221139f), f, 0.69328302f), f, 1.0f);
+    return __int_as_float(__float_as_int(power) + (__float_as_int(shifted) << 23));
+}
+
 // Copies one 16-byte chunk (`whole_lines`: fa_nv_cp_async16's), or zeros when the row is
 // past the end. Without 16-byte alignment cp.async would fault, so such tensors take
 // element-wise copies instead, one element at a time: that path holds no registers the
@@ -282,7 +297,9 @@ FAJIT_DEVICE bool fa_m16n8_move_frames(const fa_params& p, int len_q, int row, f
 
 // P = exp2(S * multiplier - frame), in place, added to the running sums. A row with no
 // key yet has frame -inf; subtracting 0 instead keeps its masked scores at 0, not NaN.
-template <int key_tiles>
+// `on_fma` of every 4 scores take fa_nv_exp2_on_fma instead of the MUFU unit, for a
+// kernel whose products are short enough for the MUFU unit to hold them up.
+template <int key_tiles, int on_fma = 0>
 FAJIT_DEVICE void fa_m16n8_exponentiate(float (&s)[4 * key_tiles], float multiplier, const float (&frame)[2],
                                         float (&sum)[2]) {
     float base[2];
@@ -290,7 +307,8 @@ FAJIT_DEVICE void fa_m16n8_exponentiate(float (&s)[4 * key_tiles], float multipl
     for (int h = 0; h < 2; ++h) base[h] = frame[h] == fa_neg_inf() ? 0.0f : frame[h];
 #pragma unroll
     for (int i = 0; i < 4 * key_tiles; ++i) {
-        s[i] = fa_nv_exp2(fmaf(s[i], multiplier, -base[(i % 4) / 2]));
+        const float exponent = fmaf(s[i], multiplier, -base[(i % 4) / 2]);
+        s[i] = i % 4 < on_fma ? fa_nv_exp2_on_fma(exponent) : fa_nv_exp2(exponent);
         sum[(i % 4) / 2] += s[i];
     }
 }

@@ -79,15 +79,6 @@ std::string check(const KernelSpec& spec) {
     return rounded_probability_margin_error(spec);
 }
 
-// Two warpgroups of 64 rows taking turns on the tensor cores, with 128-key steps; past
-// a staged dv of 128 the registers allow 64-key steps only. tools/tiles/wgmma_sm90.md records the
-// candidates and timings. A warpgroup computes 64 rows at once, so short query runs
-// cost the same tile.
-Tile choose_tile(const ShapeClass& shape, std::string_view) {
-    if (shape.dtype == DType::e4m3) return {128, 128, 8};
-    return {128, output_columns(value_head_dim(shape)) > 128 ? 64 : 128, 8};
-}
-
 // fa_wgmma_layout: Q plus `kv_stages` K, V buffers of unpadded swizzled rows, as many as
 // fit (2 to 4) in sm_90a's 227 KiB beside Q, four 8-byte mbarriers a stage and one for
 // Q, and 1024 bytes to align the start. e4m3 adds the two buffers V's rows land in before
@@ -111,6 +102,25 @@ SharedLayout shared_layout(const KernelSpec& spec) {
     return {alignment + q_bytes + stages * (stage_bytes + stage_barrier_bytes) + q_barrier_bytes + staging_bytes,
             true,
             {{{"kv_stages", static_cast<int>(stages)}}}};
+}
+
+// Two warpgroups of 64 rows taking turns on the tensor cores, with 128-key steps; past
+// a staged dv of 128 the registers allow 64-key steps only, and so does shared memory
+// where two stages of 128 keys no longer fit beside Q (a d past 192 with a dv of 72 to
+// 128). tools/tiles/wgmma_sm90.md records the candidates and timings. A
+// warpgroup computes 64 rows at once, so short query runs cost the same tile.
+Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
+    const Tile long_steps = {128, 128, 8}, short_steps = {128, 64, 8};
+    if (shape.dtype == DType::e4m3) return long_steps;
+    if (output_columns(value_head_dim(shape)) > 128) return short_steps;
+    KernelSpec spec;
+    spec.head_dim = shape.head_dim;
+    spec.head_dim_v = shape.head_dim_v;
+    spec.dtype = shape.dtype;
+    spec.block_q = long_steps.block_q;
+    spec.block_k = long_steps.block_k;
+    spec.waves = long_steps.waves;
+    return shared_layout(spec).shared_bytes <= nvidia_shared_limit(arch) ? long_steps : short_steps;
 }
 
 // Persistent: one block per multiprocessor, at most one per query tile, each walking

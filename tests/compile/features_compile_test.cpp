@@ -110,17 +110,37 @@ namespace {
 struct ValueDims {
     int head_dim, head_dim_v;
     DType dtype;
+    KvCase layout = {KvLayout::dense, 0};
+    Features features = {false, false, false};
 };
 
-// DeepSeek's MLA prefill in both dtypes, V wider than Q and K, and both padded; with
-// FAJIT_TEST_EXHAUSTIVE=1 each pair in both dtypes and causal modes.
+// DeepSeek's MLA prefill in both dtypes, V wider than Q and K, and both padded; a d past
+// 192 with a dv of 128, where wgmma-sm90's two stages of 128 keys no longer fit beside Q;
+// ragged K/V with dv != d, where wgmma-sm90's producer spilled at 48 registers (d=64,
+// dv=128), and ragged MLA with a window and a soft-cap, where it needs those 48 (at 56 its
+// consumers spilled). With FAJIT_TEST_EXHAUSTIVE=1 each pair in both dtypes and causal
+// modes, and every pair in each batched layout, plain and with every feature.
 std::vector<KernelSpec> value_dim_specs(const std::string& family, const std::string& arch) {
-    const ValueDims sample[] = {
-        {192, 128, DType::f16}, {192, 128, DType::bf16}, {64, 256, DType::bf16}, {40, 24, DType::f16}};
-    const ValueDims more[] = {{128, 192, DType::f16}, {256, 64, DType::bf16}, {96, 200, DType::f16}};
+    constexpr KvCase ragged = {KvLayout::ragged, 0}, paged = {KvLayout::paged, 16};
+    constexpr Features plain = {false, false, false};
+    const ValueDims sample[] = {{192, 128, DType::f16},
+                                {192, 128, DType::bf16},
+                                {64, 256, DType::bf16},
+                                {40, 24, DType::f16},
+                                {200, 128, DType::bf16},
+                                {64, 128, DType::f16, ragged},
+                                {192, 128, DType::bf16, ragged, all_features}};
+    const ValueDims more[] = {{128, 192, DType::f16}, {256, 64, DType::bf16}, {96, 200, DType::f16},
+                              {24, 64, DType::f16},   {160, 256, DType::f16}};
     std::vector<ValueDims> pairs(std::begin(sample), std::end(sample));
-    if (exhaustive_sweeps())
-        for (const ValueDims& pair : more) pairs.push_back(pair);
+    if (exhaustive_sweeps()) {
+        pairs.insert(pairs.end(), std::begin(more), std::end(more));
+        const std::vector<ValueDims> sampled = pairs;
+        for (const ValueDims& pair : sampled)
+            for (const KvCase& layout : {ragged, paged})
+                for (const Features& features : {plain, all_features})
+                    pairs.push_back({pair.head_dim, pair.head_dim_v, pair.dtype, layout, features});
+    }
     std::vector<KernelSpec> specs;
     for (const ValueDims& pair : pairs)
         for (const CausalMode causal : {CausalMode::bottom_right, CausalMode::none}) {
@@ -129,7 +149,11 @@ std::vector<KernelSpec> value_dim_specs(const std::string& family, const std::st
                 if (dtype != pair.dtype && !exhaustive_sweeps()) continue;
                 KernelSpec with;
                 with.head_dim_v = pair.head_dim_v;
-                KernelSpec spec = default_spec(family, arch, pair.head_dim, dtype, causal, KvLayout::dense, 0, with);
+                with.window = pair.features.window;
+                with.softcap = pair.features.softcap;
+                with.sinks = pair.features.sinks;
+                KernelSpec spec = default_spec(family, arch, pair.head_dim, dtype, causal, pair.layout.layout,
+                                               pair.layout.page_size, with);
                 if (family == "decode-split") spec.block_q = 4;  // a GQA group of 4, one query row
                 REQUIRE_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
                 specs.push_back(spec);

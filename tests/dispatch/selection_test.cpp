@@ -484,6 +484,20 @@ TEST_CASE("a V head dim of its own runs on each arch's tensor-core families, dec
     CHECK(hopper.fallback_reason.empty());
     check_tile(hopper.spec, 128, 128, 8);
     CHECK(select_variant("sm_80", mla, defaults()).spec.family == "mma-sm80");
+    // Past a staged d of 192, two stages of 128 keys and Q no longer fit in shared memory
+    // beside V's rows of 72 to 128 dims: wgmma takes 64-key steps rather than yielding to mma-sm80.
+    for (const int head_dim : {200, 256}) {
+        for (const int head_dim_v : {72, 128}) {
+            CAPTURE(head_dim);
+            CAPTURE(head_dim_v);
+            ShapeClass wide_keys = shape(head_dim);
+            wide_keys.head_dim_v = head_dim_v;
+            const auto selected = select_variant("sm_90a", wide_keys, defaults());
+            CHECK(selected.spec.family == "wgmma-sm90");
+            CHECK(selected.fallback_reason.empty());
+            check_tile(selected.spec, 128, 64, 8);
+        }
+    }
 
     ShapeClass decode = mla;
     decode.query_length = QueryLength::decode;

@@ -69,6 +69,7 @@ CaseShape BatchShape::sequence(int index) const {
     shape.len_q = len_q[index];
     shape.len_k = len_k[index];
     shape.head_dim = head_dim;
+    shape.head_dim_v = head_dim_v;
     shape.dtype = dtype;
     shape.causal = causal;
     shape.scale = scale;
@@ -87,7 +88,8 @@ std::string BatchShape::describe() const {
            (kv_layout == KvLayout::paged ? " page=" + std::to_string(page_size) + (heads_first ? " HND" : " NHD")
                                          : std::string()) +
            " seqs=" + lengths + " Hq=" + std::to_string(heads_q) + " Hkv=" + std::to_string(heads_kv) +
-           " D=" + std::to_string(head_dim) + " " + std::string(to_string(dtype)) +
+           " D=" + std::to_string(head_dim) + (head_dim_v ? " Dv=" + std::to_string(head_dim_v) : "") + " " +
+           std::string(to_string(dtype)) +
            " causal=" + std::string(to_string(causal)) + (with_lse ? " lse" : "") +
            describe_features(window, softcap, !sinks.empty());
 }
@@ -100,13 +102,15 @@ std::vector<CaseInputs> random_batch_inputs(const BatchShape& shape, std::uint64
 
 std::vector<Outputs> run_batch_on_device(Runtime& runtime, const KernelSpec* spec, const BatchShape& shape,
                                          const std::vector<CaseInputs>& inputs, std::uint64_t seed) {
-    const int batch = shape.batch(), d = shape.head_dim, hq = shape.heads_q, hkv = shape.heads_kv;
+    const int batch = shape.batch(), d = shape.head_dim, dv = shape.value_dim(), hq = shape.heads_q,
+              hkv = shape.heads_kv;
     const std::size_t bytes = element_bytes(shape.dtype);
     const std::vector<int> cu_q = cumulative(shape.len_q), cu_k = cumulative(shape.len_k);
     const int total_q = cu_q.back(), total_k = cu_k.back();
 
-    // q and o: [total_q, heads_q, d], contiguous.
+    // q: [total_q, heads_q, d] and o: [total_q, heads_q, dv], contiguous.
     std::vector<unsigned char> q(std::max(1, total_q) * static_cast<std::size_t>(hq) * d * bytes, 0);
+    const std::size_t o_bytes = std::max(1, total_q) * static_cast<std::size_t>(hq) * dv * bytes;
     for (int b = 0; b < batch; ++b)
         for (int h = 0; h < hq; ++h)
             for (int t = 0; t < shape.len_q[b]; ++t)
@@ -123,50 +127,63 @@ std::vector<Outputs> run_batch_on_device(Runtime& runtime, const KernelSpec* spe
     args.len_q = longest(shape.len_q);
     args.len_k = longest(shape.len_k);
     args.head_dim = d;
+    args.head_dim_v = shape.head_dim_v;
     args.scale = shape.scale;
     args.causal = shape.causal;
     args.window = shape.window;
     args.softcap = shape.softcap;
-    args.q_strides = args.o_strides = {0, d, static_cast<std::int64_t>(hq) * d};
+    args.q_strides = {0, d, static_cast<std::int64_t>(hq) * d};
+    args.o_strides = {0, dv, static_cast<std::int64_t>(hq) * dv};
     args.sequences.total_q = total_q;
 
-    // K/V storage, and where key t of sequence b goes in it.
+    // K/V storage, and where key t of sequence b goes in it: the same rows and pages for
+    // both, V's rows of dv elements.
     std::vector<unsigned char> k, v;
     PageMap pages;
-    std::function<std::size_t(int, int, int)> key_row;  // (b, kv head, t) -> element offset of the row
+    std::function<std::size_t(int, int, int, int)> key_row;  // (b, kv head, t, row dim) -> element offset
     if (shape.kv_layout == KvLayout::ragged) {
         k.assign(std::max(1, total_k) * static_cast<std::size_t>(hkv) * d * bytes, 0);
-        key_row = [&](int b, int h, int t) { return ((cu_k[b] + t) * static_cast<std::size_t>(hkv) + h) * d; };
-        args.k_strides = args.v_strides = {0, d, static_cast<std::int64_t>(hkv) * d};
+        v.assign(std::max(1, total_k) * static_cast<std::size_t>(hkv) * dv * bytes, 0);
+        key_row = [&](int b, int h, int t, int row_dim) {
+            return ((cu_k[b] + t) * static_cast<std::size_t>(hkv) + h) * row_dim;
+        };
+        args.k_strides = {0, d, static_cast<std::int64_t>(hkv) * d};
+        args.v_strides = {0, dv, static_cast<std::int64_t>(hkv) * dv};
         args.sequences.total_k = total_k;
     } else {
         pages = map_pages(shape, seed);
-        const std::int64_t page = static_cast<std::int64_t>(shape.page_size) * hkv * d;
-        const Strides strides = shape.heads_first ? Strides{page, static_cast<std::int64_t>(shape.page_size) * d, d}
-                                                  : Strides{page, d, static_cast<std::int64_t>(hkv) * d};
-        k.assign(static_cast<std::size_t>(pages.num_pages * page) * bytes, 0);
-        key_row = [&, strides](int b, int h, int t) {
+        const auto page_strides = [&](int row_dim) {
+            const std::int64_t page = static_cast<std::int64_t>(shape.page_size) * hkv * row_dim;
+            return shape.heads_first ? Strides{page, static_cast<std::int64_t>(shape.page_size) * row_dim, row_dim}
+                                     : Strides{page, row_dim, static_cast<std::int64_t>(hkv) * row_dim};
+        };
+        args.k_strides = page_strides(d);
+        args.v_strides = page_strides(dv);
+        k.assign(static_cast<std::size_t>(pages.num_pages * args.k_strides.batch) * bytes, 0);
+        v.assign(static_cast<std::size_t>(pages.num_pages * args.v_strides.batch) * bytes, 0);
+        key_row = [&, page_strides](int b, int h, int t, int row_dim) {
+            const Strides strides = page_strides(row_dim);
             const int physical = pages.table[b * pages.max_pages + t / shape.page_size];
             return static_cast<std::size_t>(physical * strides.batch + h * strides.head +
                                             (t % shape.page_size) * strides.sequence);
         };
-        args.k_strides = args.v_strides = strides;
         args.sequences.max_pages_per_seq = pages.max_pages;
         args.sequences.num_pages = pages.num_pages;
         args.sequences.page_size = shape.page_size;
     }
-    v = k;
     for (int b = 0; b < batch; ++b)
         for (int h = 0; h < hkv; ++h)
-            for (int t = 0; t < shape.len_k[b]; ++t)
-                for (int c = 0; c < d; ++c) {
-                    const std::size_t at = key_row(b, h, t) + c, from = logical(shape.len_k[b], d, h, t, c);
-                    store_element(shape.dtype, k.data(), at, inputs[b].k[from]);
-                    store_element(shape.dtype, v.data(), at, inputs[b].v[from]);
-                }
+            for (int t = 0; t < shape.len_k[b]; ++t) {
+                for (int c = 0; c < d; ++c)
+                    store_element(shape.dtype, k.data(), key_row(b, h, t, d) + c,
+                                  inputs[b].k[logical(shape.len_k[b], d, h, t, c)]);
+                for (int c = 0; c < dv; ++c)
+                    store_element(shape.dtype, v.data(), key_row(b, h, t, dv) + c,
+                                  inputs[b].v[logical(shape.len_k[b], dv, h, t, c)]);
+            }
 
     DeviceBuffer q_device = device_buffer(bytes_for(q)), k_device = device_buffer(bytes_for(k)),
-                 v_device = device_buffer(bytes_for(v)), o_device = device_buffer(bytes_for(q)),
+                 v_device = device_buffer(bytes_for(v)), o_device = device_buffer(o_bytes),
                  lse_device = device_buffer(std::max(1, total_q) * static_cast<std::size_t>(hq) * sizeof(float)),
                  cu_q_device = device_buffer(bytes_for(cu_q)), cu_k_device = device_buffer(bytes_for(cu_k)),
                  table_device = device_buffer(bytes_for(pages.table)),
@@ -208,12 +225,12 @@ std::vector<Outputs> run_batch_on_device(Runtime& runtime, const KernelSpec* spe
     std::vector<Outputs> outputs(static_cast<std::size_t>(batch));
     for (int b = 0; b < batch; ++b) {
         Outputs& out = outputs[b];
-        out.o.resize(static_cast<std::size_t>(hq) * shape.len_q[b] * d);
+        out.o.resize(static_cast<std::size_t>(hq) * shape.len_q[b] * dv);
         for (int h = 0; h < hq; ++h)
             for (int t = 0; t < shape.len_q[b]; ++t) {
-                for (int c = 0; c < d; ++c)
-                    out.o[logical(shape.len_q[b], d, h, t, c)] =
-                        load_element(shape.dtype, o.data(), ((cu_q[b] + t) * static_cast<std::size_t>(hq) + h) * d + c);
+                for (int c = 0; c < dv; ++c)
+                    out.o[logical(shape.len_q[b], dv, h, t, c)] = load_element(
+                        shape.dtype, o.data(), ((cu_q[b] + t) * static_cast<std::size_t>(hq) + h) * dv + c);
                 if (shape.with_lse) out.lse.push_back(lse[static_cast<std::size_t>(h) * total_q + cu_q[b] + t]);
             }
     }

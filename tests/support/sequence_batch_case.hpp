@@ -16,6 +16,7 @@ struct BatchShape {
     int heads_q = 1;
     int heads_kv = 1;
     int head_dim = 64;
+    int head_dim_v = 0;  // of V and O where it differs from head_dim, else 0
     DType dtype = DType::f16;
     CausalMode causal = CausalMode::none;
     float scale = 0.125f;
@@ -29,6 +30,7 @@ struct BatchShape {
     std::vector<float> sinks;
 
     int batch() const { return static_cast<int>(len_q.size()); }
+    int value_dim() const { return head_dim_v ? head_dim_v : head_dim; }
     // The one-sequence dense shape whose reference sequence `index` must match.
     CaseShape sequence(int index) const;
     std::string describe() const;
