@@ -157,12 +157,13 @@ TEST_CASE("every family that takes a batched layout matches the f64 reference wi
         bool features;  // a window, a soft-cap and sinks
     };
     // MLA's 192/128 over ragged K/V with every feature and over pages; dv != d at small head
-    // dims, and a d past 192 with dv=128 (wgmma-sm90's 64-key steps), over each layout.
+    // dims, a d past 192 with dv=128 (wgmma-sm90's 64-key steps), and V wider than Q and K
+    // past 128 with a window over ragged K/V (its one warpgroup), over each layout.
     const ValueDimCase value_dim_cases[] = {
         {192, 128, DType::bf16, KvLayout::ragged, 0, true}, {192, 128, DType::f16, KvLayout::paged, 16, false},
         {64, 128, DType::f16, KvLayout::ragged, 0, false},  {64, 128, DType::bf16, KvLayout::paged, 16, true},
         {40, 24, DType::bf16, KvLayout::paged, 1, false},   {200, 128, DType::bf16, KvLayout::paged, 64, false},
-        {256, 96, DType::f16, KvLayout::ragged, 0, false}};
+        {256, 96, DType::f16, KvLayout::ragged, 0, false},  {64, 256, DType::f16, KvLayout::ragged, 0, true}};
     std::vector<Case> cases;
     for (const VariantRow& row : variant_table()) {
         const FamilyDescriptor& family = *row.family;
