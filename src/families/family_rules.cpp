@@ -67,6 +67,18 @@ unsigned nvidia_shared_limit(std::string_view arch) {
     return 99u * 1024u;
 }
 
+bool fits_nvidia_shared_memory(const ShapeClass& shape, const Tile& tile, SharedLayout (*layout)(const KernelSpec&),
+                               std::string_view arch) {
+    KernelSpec spec;
+    spec.head_dim = shape.head_dim;
+    spec.head_dim_v = shape.head_dim_v;
+    spec.dtype = shape.dtype;
+    spec.block_q = tile.block_q;
+    spec.block_k = tile.block_k;
+    spec.waves = tile.waves;
+    return layout(spec).shared_bytes <= nvidia_shared_limit(arch);
+}
+
 LaunchShape tiled_launch(const KernelSpec& spec, const AttentionArgs& args, const SharedLayout& layout, int, int) {
     LaunchShape shape;
     shape.grid[0] = static_cast<unsigned>((args.len_q + spec.block_q - 1) / spec.block_q);

@@ -60,6 +60,12 @@ unsigned static_shared_limit(std::string_view arch);
 // Opt-in shared memory per block of an NVIDIA target.
 unsigned nvidia_shared_limit(std::string_view arch);
 
+// Whether `tile` keeps a shape's shared memory, as the family's `layout` computes it from
+// the head dims and dtype, within an NVIDIA target's opt-in limit: how a family's
+// choose_tile tells a tile that fits from one validation would refuse.
+bool fits_nvidia_shared_memory(const ShapeClass& shape, const Tile& tile, SharedLayout (*layout)(const KernelSpec&),
+                               std::string_view arch);
+
 // One block per (query tile, head, batch) of waves * wave-size threads, with the
 // layout's bytes as dynamic shared memory when it is dynamic.
 LaunchShape tiled_launch(const KernelSpec&, const AttentionArgs&, const SharedLayout&, int compute_units,

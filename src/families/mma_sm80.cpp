@@ -69,13 +69,7 @@ Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
     const Tile narrow = {one_tile_per_warp ? 64 : 128, padded > 96 ? 32 : 64, 4};
     if (padded < 128) return narrow;
     const Tile wide = {128, padded > 128 ? 64 : 128, 8};
-    KernelSpec spec;
-    spec.head_dim = shape.head_dim;
-    spec.head_dim_v = shape.head_dim_v;
-    spec.block_q = wide.block_q;
-    spec.block_k = wide.block_k;
-    spec.waves = wide.waves;
-    return shared_layout(spec).shared_bytes <= nvidia_shared_limit(arch) ? wide : narrow;
+    return fits_nvidia_shared_memory(shape, wide, shared_layout, arch) ? wide : narrow;
 }
 
 }  // namespace

@@ -120,14 +120,7 @@ Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
         const bool values_wider = output_columns(shape.head_dim) < staged_values;
         return shape.kv_layout == KvLayout::ragged && shape.window && values_wider ? one_warpgroup : short_steps;
     }
-    KernelSpec spec;
-    spec.head_dim = shape.head_dim;
-    spec.head_dim_v = shape.head_dim_v;
-    spec.dtype = shape.dtype;
-    spec.block_q = long_steps.block_q;
-    spec.block_k = long_steps.block_k;
-    spec.waves = long_steps.waves;
-    return shared_layout(spec).shared_bytes <= nvidia_shared_limit(arch) ? long_steps : short_steps;
+    return fits_nvidia_shared_memory(shape, long_steps, shared_layout, arch) ? long_steps : short_steps;
 }
 
 // Persistent: one block per multiprocessor, at most one per query tile, each walking

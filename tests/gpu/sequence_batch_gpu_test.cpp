@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -38,6 +39,74 @@ const std::vector<std::pair<int, int>> length_sets[] = {
     // Decode: a few query rows per sequence, for the decode family too.
     {{1, 1000}, {2, 37}, {0, 5}, {1, 0}, {2, 1}, {1, 4100}},
 };
+
+// The family's spec for a batched shape with its default tiles, or nothing where the family
+// does not take it: its layout, a head dim or dtype it lacks, or a shape it leaves to
+// others (decode families take decode shapes only).
+std::optional<KernelSpec> batched_spec(const FamilyDescriptor& family, const std::string& arch,
+                                       const BatchShape& shape) {
+    if (!takes(family, shape.kv_layout)) return std::nullopt;
+    KernelSpec spec;
+    spec.family = std::string(family.name);
+    spec.arch = arch;
+    spec.head_dim = shape.head_dim;
+    spec.head_dim_v = shape.head_dim_v;
+    spec.dtype = shape.dtype;
+    spec.causal = shape.causal;
+    spec.kv_layout = shape.kv_layout;
+    spec.page_size = shape.kv_layout == KvLayout::paged ? shape.page_size : 0;
+    spec.rescale_margin = 10.0f;
+    spec.window = shape.window.has_value();
+    spec.softcap = shape.softcap != 0.0f;
+    spec.sinks = !shape.sinks.empty();
+    spec = with_family_defaults(spec);
+    if (!validate(spec).empty()) return std::nullopt;
+    const ShapeClass call = {
+        .head_dim = shape.head_dim,
+        .dtype = shape.dtype,
+        .causal = shape.causal,
+        .kv_layout = shape.kv_layout,
+        .page_size = spec.page_size,
+        .decode_rows = classify_decode_rows(*std::max_element(shape.len_q.begin(), shape.len_q.end()),
+                                            shape.heads_q, shape.heads_kv),
+        .head_dim_v = shape.head_dim_v};
+    if (family.refuses_shape && !family.refuses_shape(spec, call).empty()) return std::nullopt;
+    return spec;
+}
+
+// Runs each case (its kernels compiled first, in parallel) against the f64 reference of
+// each sequence; prints a line under `label` and returns how many cases failed.
+int run_cases(const std::vector<Case>& cases, const std::string& label) {
+    std::vector<KernelSpec> specs;
+    std::set<std::string> seen;
+    for (const Case& c : cases)
+        if (seen.insert(to_string(c.spec)).second) specs.push_back(c.spec);
+    std::printf("preparing %zu kernels for %zu %s cases\n", specs.size(), cases.size(), label.c_str());
+    REQUIRE(prepare_all(gpu_test_runtime(), specs) == 0);
+    int failures = 0;
+    std::set<std::string> families;
+    double worst = 0.0, worst_lse = 0.0;
+    std::uint64_t seed = 500;
+    for (const Case& c : cases) {
+        const auto inputs = random_batch_inputs(c.shape, seed);
+        const auto got = run_batch_on_device(gpu_test_runtime(), &c.spec, c.shape, inputs, seed++);
+        const bool scalar = c.spec.family == fallback_family().name;
+        const auto result = compare_batch(c.shape, inputs, got, scalar ? 0.0 : unit_roundoff(c.shape.dtype));
+        families.insert(c.spec.family);
+        worst = std::max(worst, result.max_error);
+        worst_lse = std::max(worst_lse, result.max_lse_error);
+        if (result.bad_elements) {
+            ++failures;
+            FAIL_CHECK(to_string(c.spec) << " " << c.shape.describe() << ": " << result.bad_elements << " bad, first "
+                                         << result.first_bad);
+        }
+    }
+    std::string names;
+    for (const auto& name : families) names += " " + name;
+    std::printf("%s: %zu cases over%s, %d failed; max abs error %.3g, max lse error %.3g\n", label.c_str(),
+                cases.size(), names.c_str(), failures, worst, worst_lse);
+    return failures;
+}
 
 }  // namespace
 
@@ -72,60 +141,11 @@ TEST_CASE("every family that takes a batched layout matches the f64 reference pe
                         shape.heads_first = index % 2 == 1;
                         shape.with_lse = index % 4 != 3;
                         ++index;
-                        KernelSpec spec;
-                        spec.family = std::string(family.name);
-                        spec.arch = arch;
-                        spec.head_dim = head_dim;
-                        spec.dtype = dtype;
-                        spec.causal = shape.causal;
-                        spec.kv_layout = layout;
-                        spec.page_size = page_size;
-                        spec.rescale_margin = 10.0f;
-                        spec = with_family_defaults(spec);
-                        if (!validate(spec).empty()) continue;  // e.g. a head dim the family lacks
-                        const ShapeClass call = {.head_dim = head_dim,
-                                                 .dtype = dtype,
-                                                 .causal = shape.causal,
-                                                 .kv_layout = layout,
-                                                 .page_size = page_size,
-                                                 .decode_rows = classify_decode_rows(
-                                                     *std::max_element(shape.len_q.begin(), shape.len_q.end()),
-                                                     shape.heads_q, shape.heads_kv)};
-                        if (family.refuses_shape && !family.refuses_shape(spec, call).empty()) continue;
-                        cases.push_back({shape, spec});
+                        if (const auto spec = batched_spec(family, arch, shape)) cases.push_back({shape, *spec});
                     }
         }
     }
-    std::vector<KernelSpec> specs;
-    std::set<std::string> seen;
-    for (const Case& c : cases)
-        if (seen.insert(to_string(c.spec)).second) specs.push_back(c.spec);
-    std::printf("preparing %zu kernels for %zu batched cases\n", specs.size(), cases.size());
-    REQUIRE(prepare_all(gpu_test_runtime(), specs) == 0);
-
-    int failures = 0;
-    std::set<std::string> families;
-    double worst = 0.0, worst_lse = 0.0;
-    std::uint64_t seed = 500;
-    for (const Case& c : cases) {
-        const auto inputs = random_batch_inputs(c.shape, seed);
-        const auto got = run_batch_on_device(gpu_test_runtime(), &c.spec, c.shape, inputs, seed++);
-        const bool scalar = c.spec.family == fallback_family().name;
-        const auto result = compare_batch(c.shape, inputs, got, scalar ? 0.0 : unit_roundoff(c.shape.dtype));
-        families.insert(c.spec.family);
-        worst = std::max(worst, result.max_error);
-        worst_lse = std::max(worst_lse, result.max_lse_error);
-        if (result.bad_elements) {
-            ++failures;
-            FAIL_CHECK(c.spec.family << " " << c.shape.describe() << ": " << result.bad_elements << " bad, first "
-                                     << result.first_bad);
-        }
-    }
-    std::string names;
-    for (const auto& name : families) names += " " + name;
-    std::printf("batched sweep: %zu cases over%s, %d failed; max abs error %.3g, max lse error %.3g\n", cases.size(),
-                names.c_str(), failures, worst, worst_lse);
-    CHECK(failures == 0);
+    CHECK(run_cases(cases, "batched sweep") == 0);
 }
 
 TEST_CASE("the dispatcher runs a decode-shaped paged call through whichever family it selects") {
@@ -169,7 +189,6 @@ TEST_CASE("every family that takes a batched layout matches the f64 reference wi
         const FamilyDescriptor& family = *row.family;
         if (!family.compiles_for(arch)) continue;
         for (const ValueDimCase& c : value_dim_cases) {
-            if (!takes(family, c.layout)) continue;
             BatchShape shape;
             for (const auto& [len_q, len_k] : length_sets[cases.size() % 2]) {
                 shape.len_q.push_back(len_q);
@@ -184,57 +203,15 @@ TEST_CASE("every family that takes a batched layout matches the f64 reference wi
             shape.scale = 4.0f / std::sqrt(static_cast<float>(c.head_dim));
             shape.kv_layout = c.layout;
             shape.page_size = c.page_size;
-            KernelSpec spec;
-            spec.family = std::string(family.name);
-            spec.arch = arch;
-            spec.head_dim = c.head_dim;
-            spec.head_dim_v = c.head_dim_v;
-            spec.dtype = c.dtype;
-            spec.causal = shape.causal;
-            spec.kv_layout = c.layout;
-            spec.page_size = c.page_size;
-            spec.rescale_margin = 10.0f;
             if (c.features) {
                 shape.window = SlidingWindow{150, 0};
                 shape.softcap = 20.0f;
                 shape.sinks = {-1.0f, 0.5f, 2.0f, -3.0f, 0.0f, 1.0f, -0.5f, 3.0f};
-                spec.window = spec.softcap = spec.sinks = true;
             }
-            spec = with_family_defaults(spec);
-            if (!validate(spec).empty()) continue;  // e.g. a head dim the family lacks
-            const ShapeClass call = {.head_dim = c.head_dim,
-                                     .dtype = c.dtype,
-                                     .causal = shape.causal,
-                                     .kv_layout = c.layout,
-                                     .page_size = c.page_size,
-                                     .decode_rows = classify_decode_rows(
-                                         *std::max_element(shape.len_q.begin(), shape.len_q.end()), shape.heads_q,
-                                         shape.heads_kv),
-                                     .head_dim_v = c.head_dim_v};
-            if (family.refuses_shape && !family.refuses_shape(spec, call).empty()) continue;
-            cases.push_back({shape, spec});
+            if (const auto spec = batched_spec(family, arch, shape)) cases.push_back({shape, *spec});
         }
     }
-    std::vector<KernelSpec> specs;
-    for (const Case& c : cases) specs.push_back(c.spec);
-    REQUIRE(prepare_all(gpu_test_runtime(), specs) == 0);
-    int failures = 0;
-    double worst = 0.0;
-    std::uint64_t seed = 900;
-    for (const Case& c : cases) {
-        const auto inputs = random_batch_inputs(c.shape, seed);
-        const auto got = run_batch_on_device(gpu_test_runtime(), &c.spec, c.shape, inputs, seed++);
-        const bool scalar = c.spec.family == fallback_family().name;
-        const auto result = compare_batch(c.shape, inputs, got, scalar ? 0.0 : unit_roundoff(c.shape.dtype));
-        worst = std::max(worst, result.max_error);
-        if (result.bad_elements) {
-            ++failures;
-            FAIL_CHECK(to_string(c.spec) << " " << c.shape.describe() << ": " << result.bad_elements
-                                         << " bad, first " << result.first_bad);
-        }
-    }
-    std::printf("batched with dv != d: %zu cases, %d failed; max abs error %.3g\n", cases.size(), failures, worst);
-    CHECK(failures == 0);
+    CHECK(run_cases(cases, "batched with dv != d") == 0);
 }
 
 // Last in the file: a kernel that did read or write outside its tensors would leave the
