@@ -97,13 +97,14 @@ struct fa_wgmma_layout {
     static constexpr int threads = consumers + 128;
     static constexpr int launch_registers = 65536 / threads / 8 * 8 > 240 ? 240 : 65536 / threads / 8 * 8;
     // e4m3's producer also transposes V: at 56 it spilled at d=32 and 64 (sm_90a ptxas).
-    // Ragged K/V with a window and a soft-cap spilled 8-24 bytes at 56 from d=184 (both
-    // 16-bit types) and nothing at 48, the consumers getting 224 either way (ptxas 13);
-    // elsewhere 48 spilled where dv != d (4-52 bytes: d=24-64 with dv=16 or 64-128,
-    // d=152-160 with dv=256; 16 with window and cap at d=40-64, dv=128) and 56 did not.
-    static constexpr bool wide_ragged_window_and_cap =
-        Spec::kv_layout == FA_KV_RAGGED && Spec::window && Spec::softcap && Spec::head_dim > 128;
-    static constexpr int producer_registers = groups == 1 ? 96 : fp8 ? 72 : wide_ragged_window_and_cap ? 48 : 56;
+    // Ragged or paged K/V with a window and a soft-cap spilled 8-24 bytes at 56 from d=184
+    // (both 16-bit types; paged with dv=128) and nothing at 48, the consumers getting 224
+    // either way (ptxas 13); elsewhere 48 spilled where dv != d over ragged K/V (4-52
+    // bytes: d=24-64 with dv=16 or 64-128, d=152-160 with dv=256; 16 with window and cap
+    // at d=40-64, dv=128) and 56 did not.
+    static constexpr bool wide_batched_window_and_cap =
+        Spec::kv_layout != FA_KV_DENSE && Spec::window && Spec::softcap && Spec::head_dim > 128;
+    static constexpr int producer_registers = groups == 1 ? 96 : fp8 ? 72 : wide_batched_window_and_cap ? 48 : 56;
     static constexpr int consumer_registers_that_fit =
         (launch_registers * threads - 128 * producer_registers) / consumers / 8 * 8;
     static constexpr int consumer_registers = consumer_registers_that_fit > 240 ? 240 : consumer_registers_that_fit;

@@ -107,18 +107,18 @@ SharedLayout shared_layout(const KernelSpec& spec) {
 // Two warpgroups of 64 rows taking turns on the tensor cores, with 128-key steps; past
 // a staged dv of 128 the registers allow 64-key steps only, and so does shared memory
 // where two stages of 128 keys no longer fit beside Q (a d past 192 with a dv of 72 to
-// 128). A window over ragged K/V with V wider than Q and K past 128 (d <= 192, dv=256)
-// spilled 32-48 bytes with two warpgroups whatever the producer kept (static, ptxas 13),
-// so it takes one warpgroup, which has 240 registers. tools/tiles/wgmma_sm90.md records
-// the candidates and timings. A warpgroup computes 64 rows at once, so short query runs
-// cost the same tile.
+// 128). A window with V wider than Q and K past 128 (d <= 192, dv=256) spilled 32-56
+// bytes with two warpgroups in every K/V layout, over ragged K/V whatever the producer
+// kept (static, ptxas 13), so it takes one warpgroup, which has 240 registers.
+// tools/tiles/wgmma_sm90.md records the candidates and timings. A warpgroup computes 64
+// rows at once, so short query runs cost the same tile.
 Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
     const Tile long_steps = {128, 128, 8}, short_steps = {128, 64, 8}, one_warpgroup = {64, 64, 4};
     if (shape.dtype == DType::e4m3) return long_steps;
     const int staged_values = output_columns(value_head_dim(shape));
     if (staged_values > 128) {
         const bool values_wider = output_columns(shape.head_dim) < staged_values;
-        return shape.kv_layout == KvLayout::ragged && shape.window && values_wider ? one_warpgroup : short_steps;
+        return shape.window && values_wider ? one_warpgroup : short_steps;
     }
     return fits_nvidia_shared_memory(shape, long_steps, shared_layout, arch) ? long_steps : short_steps;
 }

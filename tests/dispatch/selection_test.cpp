@@ -498,8 +498,8 @@ TEST_CASE("a V head dim of its own runs on each arch's tensor-core families, dec
             check_tile(selected.spec, 128, 64, 8);
         }
     }
-    // A window over ragged K/V with V wider than Q and K past 128 takes one warpgroup
-    // (two spilled); where Q and K are as wide, two warpgroups of 64-key steps.
+    // A window with V wider than Q and K past 128 takes one warpgroup in every layout (two
+    // spilled); where Q and K are as wide, or without a window, two warpgroups of 64-key steps.
     ShapeClass windowed_wide_values = shape(64);
     windowed_wide_values.head_dim_v = 256;
     windowed_wide_values.kv_layout = KvLayout::ragged;
@@ -512,6 +512,8 @@ TEST_CASE("a V head dim of its own runs on each arch's tensor-core families, dec
     windowed_wide_values.head_dim_v = 256;
     windowed_wide_values.kv_layout = KvLayout::paged;
     windowed_wide_values.page_size = 16;
+    check_tile(select_variant("sm_90a", windowed_wide_values, defaults()).spec, 64, 64, 4);
+    windowed_wide_values.window = false;
     check_tile(select_variant("sm_90a", windowed_wide_values, defaults()).spec, 128, 64, 8);
 
     ShapeClass decode = mla;
