@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "families/registry.hpp"
+#include "support/batched_sample.hpp"
 #include "support/gpu_test_setup.hpp"
 #include "support/sequence_batch_case.hpp"
 #include "support/test_device.hpp"
@@ -46,27 +47,16 @@ const std::vector<std::pair<int, int>> length_sets[] = {
 std::optional<KernelSpec> batched_spec(const FamilyDescriptor& family, const std::string& arch,
                                        const BatchShape& shape) {
     if (!takes(family, shape.kv_layout)) return std::nullopt;
-    KernelSpec spec;
-    spec.family = std::string(family.name);
-    spec.arch = arch;
-    spec.head_dim = shape.head_dim;
-    spec.head_dim_v = shape.head_dim_v;
-    spec.dtype = shape.dtype;
-    spec.causal = shape.causal;
-    spec.kv_layout = shape.kv_layout;
-    spec.page_size = shape.kv_layout == KvLayout::paged ? shape.page_size : 0;
-    spec.rescale_margin = 10.0f;
-    spec.window = shape.window.has_value();
-    spec.softcap = shape.softcap != 0.0f;
-    spec.sinks = !shape.sinks.empty();
-    spec = with_family_defaults(spec);
+    const int page_size = shape.kv_layout == KvLayout::paged ? shape.page_size : 0;
+    const KernelSpec spec = default_spec(std::string(family.name), arch, shape.head_dim, shape.dtype, shape.causal,
+                                         shape.kv_layout, page_size, with_features({}, shape.sequence(0)));
     if (!validate(spec).empty()) return std::nullopt;
     const ShapeClass call = {
         .head_dim = shape.head_dim,
         .dtype = shape.dtype,
         .causal = shape.causal,
         .kv_layout = shape.kv_layout,
-        .page_size = spec.page_size,
+        .page_size = page_size,
         .decode_rows = classify_decode_rows(*std::max_element(shape.len_q.begin(), shape.len_q.end()),
                                             shape.heads_q, shape.heads_kv),
         .head_dim_v = shape.head_dim_v};
