@@ -2,6 +2,7 @@
 // rescaled in registers, any head dim the spec allows (padded to 16 inside the kernel);
 // on NVIDIA the same template runs through the tile part's lane-faithful emulation.
 #include <algorithm>
+#include <optional>
 
 #include "families/family_rules.hpp"
 #include "spec/arch.hpp"
@@ -59,6 +60,36 @@ bool spills_at_full_step(const ShapeClass& shape, int wider) {
     return wider == 64 && step_sized_pages && !shape.softcap;
 }
 
+// The key step of a V head dim of its own, where spills_at_full_step's clauses (measured at
+// d = dv) do not hold: gfx1151 static ISA, both dtypes and causal modes, dense, ragged and
+// 1-, 16- and 64-key pages, plain, each feature alone and all three (tools/tiles/wmma_gfx11.md).
+// Near 256 VGPRs a shorter step does not always need fewer (d=96 with dv=160 spilled 4-6 at
+// 16 keys and none at 32), so each measured pair names its step. Other pairs, MLA's 192/128
+// among them, take the step the wider head dim gives.
+std::optional<int> value_dim_key_step(const ShapeClass& shape, int full_step) {
+    if (shape.head_dim_v == 0) return std::nullopt;
+    const int q = padded_head_dim(shape.head_dim), v = padded_head_dim(shape.head_dim_v);
+    const bool any_feature = shape.window || shape.softcap || shape.sinks;
+    const bool paged = shape.kv_layout == KvLayout::paged;
+    // Q in registers, 64-key steps: 32 keys spill none.
+    if (q == 64 && v == 96) return 32;                  // 15-72 VGPRs spilled, every layout
+    if (q == 64 && v == 128 && any_feature) return 32;  // 32-97 with every feature, dense and ragged
+    if ((q == 96 && v == 64) || (q == 128 && v == 96)) return any_feature ? 32 : full_step;  // 1-7
+    // Q of 96 with O of 128: 64 and 32 keys both spilled 2-7, in every layout; 16 keys none.
+    if (q == 96 && v == 128) return 16;
+    // Q of 96 with O of 160 (in registers, 32-key steps): spills 4-6 at 16 keys, none at 32.
+    if (q == 96 && v == 160) return full_step;
+    // Q staged, 32-key steps.
+    if (q == 128 && v == 160) return 16;                                                              // 1-5 at 32
+    if (q == 128 && v == 192) return paged && !any_feature ? 16 : full_step;                          // 5-7 at 32
+    if (q == 128 && v == 208) return paged && shape.page_size == 1 && !any_feature ? 16 : full_step;  // 6
+    // d=96 with dv=200: 32 keys spilled 1-6 over pages and with a soft-cap and no window; 16 keys
+    // spilled 1 with every feature over dense and ragged K/V.
+    if (q == 96 && v == 208) return paged || (shape.softcap && !shape.window) ? 16 : full_step;
+    if (q == 160 && v == 128 && any_feature && shape.kv_layout == KvLayout::ragged) return 16;  // 1 at 32
+    return std::nullopt;
+}
+
 // 16 query rows per wave. Short query runs use fewer waves per block, so the tile wastes
 // fewer rows; head dims over 128 stage Q in LDS as well, which halves the key step
 // (64-key steps of 4 waves would need 102 KiB at 256). Head dims padded to 112 take
@@ -73,8 +104,9 @@ Tile choose_tile(const ShapeClass& shape, std::string_view) {
         waves = 1;
     else if (shape.query_length == QueryLength::small)
         waves = 2;
-    int block_k = q_in_lds || wider == 112 || wider > 128 ? 32 : 64;
-    if (spills_at_full_step(shape, wider)) block_k /= 2;
+    const int full_step = q_in_lds || wider == 112 || wider > 128 ? 32 : 64;
+    const std::optional<int> measured = value_dim_key_step(shape, full_step);
+    const int block_k = measured ? *measured : spills_at_full_step(shape, wider) ? full_step / 2 : full_step;
     return {16 * waves, block_k, waves};
 }
 

@@ -118,10 +118,14 @@ struct ValueDims {
 // 192 with a dv of 128, where wgmma-sm90's two stages of 128 keys no longer fit beside Q;
 // ragged K/V with dv != d, where wgmma-sm90's producer spilled at 48 registers (d=64,
 // dv=128), and ragged MLA with a window and a soft-cap, where it needs those 48 (at 56 its
-// consumers spilled). With FAJIT_TEST_EXHAUSTIVE=1 each pair in both dtypes and causal
-// modes, and every pair in each batched layout, plain and with every feature.
+// consumers spilled). Over one-key pages and ragged K/V, three pairs whose wmma-gfx11 key
+// step spilled 5-9 VGPRs before each measured pair took a step of its own: d=96 in
+// registers with dv=128 plain and dv=64 with every feature, and d=128 staged with dv=200.
+// With FAJIT_TEST_EXHAUSTIVE=1 each pair in both dtypes and causal modes, and every pair in
+// each batched layout, plain and with every feature.
 std::vector<KernelSpec> value_dim_specs(const std::string& family, const std::string& arch) {
-    constexpr KvCase ragged = {KvLayout::ragged, 0}, paged = {KvLayout::paged, 16};
+    constexpr KvCase ragged = {KvLayout::ragged, 0}, paged = {KvLayout::paged, 16},
+                     single_key_pages = {KvLayout::paged, 1};
     constexpr Features plain = {false, false, false};
     const ValueDims sample[] = {{192, 128, DType::f16},
                                 {192, 128, DType::bf16},
@@ -129,7 +133,10 @@ std::vector<KernelSpec> value_dim_specs(const std::string& family, const std::st
                                 {40, 24, DType::f16},
                                 {200, 128, DType::bf16},
                                 {64, 128, DType::f16, ragged},
-                                {192, 128, DType::bf16, ragged, all_features}};
+                                {192, 128, DType::bf16, ragged, all_features},
+                                {96, 128, DType::bf16, single_key_pages},
+                                {96, 64, DType::f16, ragged, all_features},
+                                {128, 200, DType::bf16, single_key_pages}};
     const ValueDims more[] = {{128, 192, DType::f16}, {256, 64, DType::bf16}, {96, 200, DType::f16},
                               {24, 64, DType::f16},   {160, 256, DType::f16}};
     std::vector<ValueDims> pairs(std::begin(sample), std::end(sample));

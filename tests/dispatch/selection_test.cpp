@@ -149,6 +149,37 @@ TEST_CASE("a window over ragged K/V takes smaller tiles where the full ones spil
     check_tile(windowed("sm_80", 80, KvLayout::ragged, CausalMode::bottom_right), 128, 64, 4);
 }
 
+TEST_CASE("gfx11: a V head dim of its own takes its measured key step where the full one spilled") {
+    const auto pair = [](int head_dim, int head_dim_v, KvLayout layout, bool every_feature) {
+        ShapeClass call = shape(head_dim, DType::bf16, QueryLength::large, CausalMode::bottom_right);
+        call.head_dim_v = head_dim_v;
+        call.kv_layout = layout;
+        call.page_size = layout == KvLayout::paged ? 1 : 0;
+        call.window = call.softcap = call.sinks = every_feature;
+        return select_variant("gfx1151", call, defaults()).spec;
+    };
+    // Q in registers.
+    check_tile(pair(64, 96, KvLayout::dense, false), 64, 32, 4);
+    check_tile(pair(64, 128, KvLayout::ragged, true), 64, 32, 4);
+    check_tile(pair(64, 128, KvLayout::ragged, false), 64, 64, 4);
+    check_tile(pair(96, 64, KvLayout::dense, true), 64, 32, 4);
+    check_tile(pair(96, 64, KvLayout::dense, false), 64, 64, 4);
+    check_tile(pair(96, 128, KvLayout::dense, false), 64, 16, 4);  // 32 keys spilled as well
+    check_tile(pair(88, 128, KvLayout::paged, false), 64, 16, 4);  // padded to 96 as well
+    // Q of 96 with O of 160 keeps 32 keys with every feature: 16 spilled.
+    check_tile(pair(96, 160, KvLayout::ragged, true), 64, 32, 4);
+    // Q staged.
+    check_tile(pair(128, 160, KvLayout::dense, false), 32, 16, 2);
+    check_tile(pair(128, 200, KvLayout::paged, false), 32, 16, 2);  // one-key pages
+    check_tile(pair(128, 200, KvLayout::paged, true), 32, 32, 2);
+    check_tile(pair(96, 200, KvLayout::paged, true), 32, 16, 2);
+    check_tile(pair(96, 200, KvLayout::ragged, true), 32, 32, 2);
+    check_tile(pair(160, 128, KvLayout::ragged, true), 32, 16, 2);
+    // MLA's 192/128 takes the step of its wider head dim in every layout.
+    check_tile(pair(192, 128, KvLayout::ragged, false), 32, 32, 2);
+    check_tile(pair(192, 128, KvLayout::paged, false), 32, 32, 2);
+}
+
 TEST_CASE("gfx11: f32 falls back to scalar, saying why; every head dim runs on WMMA") {
     const auto f32 = select_variant("gfx1151", shape(128, DType::f32), defaults());
     CHECK(f32.spec.family == "scalar");
