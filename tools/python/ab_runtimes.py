@@ -17,7 +17,9 @@ Shape sets (--shapes, one or more): seed (B=1, Hq=32, Hkv=8, Lq=2048, D=128, bot
 Lk 2K/8K/16K, bf16 and f16); hopper (non-causal and top-left at 8K-16K, D 64/128/256, head
 dims padded to a swizzle block, and a tiny call whose host work shows); short (the 16K-token
 calls at L 1K-4K of tools/python/sweep_sdpa.py, where the tile order and a tile's first and
-last steps matter most); e4m3 (FP8 inputs with a bf16 output).
+last steps matter most); e4m3 (FP8 inputs with a bf16 output); value-dims (V head dims of
+their own, d/dv: MLA's 192/128 and the wide-Q rows that take 64-key steps on wgmma-sm90; run
+them against FAJIT_FAMILY=mma-sm80 to see what the Hopper tiles buy).
 """
 import argparse
 import os
@@ -32,7 +34,7 @@ from bench_features import bench  # noqa: E402
 from compare_sdpa import visible_pairs  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "e4m3": torch.float8_e4m3fn}
-SHAPES = {  # dtype, batch, heads_q, heads_kv, d, len_q, len_k, causal
+SHAPES = {  # dtype, batch, heads_q, heads_kv, d, len_q, len_k, causal[, dv where V's head dim differs]
     "seed": [(dtype, 1, 32, 8, 128, 2048, len_k, "bottom-right")
              for dtype in ("bf16", "f16") for len_k in (2048, 8192, 16384)],
     "hopper": [("f16", 1, 32, 8, 128, 8192, 8192, "none"), ("f16", 1, 16, 16, 64, 16384, 16384, "none"),
@@ -45,6 +47,11 @@ SHAPES = {  # dtype, batch, heads_q, heads_kv, d, len_q, len_k, causal
               ("f16", 8, 32, 32, 64, 2048, 2048, "top-left"), ("bf16", 16, 16, 16, 128, 1024, 1024, "top-left")],
     "e4m3": [("e4m3", 1, 16, 16, 128, 16384, 16384, "none"), ("e4m3", 1, 16, 16, 128, 16384, 16384, "top-left"),
              ("e4m3", 1, 32, 8, 128, 2048, 16384, "bottom-right")],
+    "value-dims": [("bf16", 1, 32, 8, 192, 2048, 8192, "bottom-right", 128),
+                   ("bf16", 1, 16, 16, 192, 8192, 8192, "none", 128),
+                   ("bf16", 1, 32, 8, 200, 2048, 8192, "bottom-right", 128),
+                   ("bf16", 1, 16, 16, 256, 8192, 8192, "none", 128),
+                   ("f16", 1, 32, 8, 128, 2048, 8192, "bottom-right", 256)],
 }
 
 
@@ -58,10 +65,10 @@ def parse_variant(text):
     return name, settings
 
 
-def inputs(dtype, batch, heads_q, heads_kv, d, len_q, len_k):
+def inputs(dtype, batch, heads_q, heads_kv, d, dv, len_q, len_k):
     """q, k, v drawn in f32 and converted (FP8 saturates nothing: randn stays far below 448)."""
-    draw = lambda heads, length: torch.randn(batch, heads, length, d, device="cuda").to(DTYPES[dtype])  # noqa: E731
-    return draw(heads_q, len_q), draw(heads_kv, len_k), draw(heads_kv, len_k)
+    draw = lambda heads, length, width: torch.randn(batch, heads, length, width, device="cuda").to(DTYPES[dtype])  # noqa: E731
+    return draw(heads_q, len_q, d), draw(heads_kv, len_k, d), draw(heads_kv, len_k, dv)
 
 
 def main():
@@ -79,8 +86,9 @@ def main():
     for name, settings in args.variant:
         runtimes[name] = fajit.Runtime(args.library, **{"FAJIT_LOG_LEVEL": "warn", **settings})
     for shape in (shape for name in args.shapes for shape in SHAPES[name]):
-        dtype, batch, heads_q, heads_kv, d, len_q, len_k, causal = shape
-        q, k, v = inputs(dtype, batch, heads_q, heads_kv, d, len_q, len_k)
+        dtype, batch, heads_q, heads_kv, d, len_q, len_k, causal, *value_dim = shape
+        dv = value_dim[0] if value_dim else d
+        q, k, v = inputs(dtype, batch, heads_q, heads_kv, d, dv, len_q, len_k)
         outs = {name: fajit.output_like(q, v) for name in runtimes}
         calls = {name: (lambda rt=rt, o=outs[name]: rt.attention(q, k, v, causal=causal, out=o))
                  for name, rt in runtimes.items()}
@@ -93,11 +101,12 @@ def main():
         for _ in range(args.rounds):
             for name, call in calls.items():
                 times[name].append(bench(call, args.reps))
-        flops = 4 * batch * heads_q * d * visible_pairs(len_q, len_k, causal)
+        flops = 2 * batch * heads_q * (d + dv) * visible_pairs(len_q, len_k, causal)
         cells = "  ".join(f"{name} {' / '.join(f'{t:.4f}' for t in ts)} ms ({flops / min(ts) / 1e9:.1f})"
                           for name, ts in times.items())
         family = runtimes["base"].selected_variant(q, k, v, causal=causal).split(",")[0]
-        print(f"{dtype:>4} B={batch:<2} H={heads_q}/{heads_kv} d={d:<3} {len_q}x{len_k:<6} {causal:<12} {cells}  "
+        dims = f"{d}" if dv == d else f"{d}/{dv}"
+        print(f"{dtype:>4} B={batch:<2} H={heads_q}/{heads_kv} d={dims:<7} {len_q}x{len_k:<6} {causal:<12} {cells}  "
               f"{differences}  [{family}]", flush=True)
 
 
