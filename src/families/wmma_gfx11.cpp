@@ -16,6 +16,8 @@ constexpr KvLayout kv_layouts[] = {KvLayout::dense, KvLayout::ragged, KvLayout::
 
 bool gfx11_or_emulated(std::string_view arch) { return is_gfx11(arch) || vendor_of(arch) == Vendor::nvidia; }
 
+bool any_feature(const ShapeClass& shape) { return shape.window || shape.softcap || shape.sinks; }
+
 // Spec::q_in_lds: Q is staged in LDS past head dim 128, or where Q's and O's registers
 // together pass those of d = dv = 128, unless Q is at most 64 dims (32 VGPRs).
 // Measured, gfx1151 static ISA: d=96 with dv=200 spilled 24 VGPRs with Q in registers and
@@ -30,10 +32,9 @@ bool stages_q(int head_dim, int head_dim_v) {
 // sweeps are in tools/tiles/wmma_gfx11.md). `wider` is the wider padded head dim of Q's
 // and O's.
 bool spills_at_full_step(const ShapeClass& shape, int wider) {
-    const bool any_feature = shape.window || shape.softcap || shape.sinks;
     const bool step_sized_pages = shape.kv_layout == KvLayout::paged && shape.page_size == 64;
     // 64 keys spilled 77-85 VGPRs with all three features; 32 keys need 206.
-    if (wider == 80 && any_feature) return true;
+    if (wider == 80 && any_feature(shape)) return true;
     // 32 keys spilled 1-5 with a window; 16 keys need 219.
     if (wider == 112 && shape.window) return true;
     // A soft-cap with paged K/V (pages of 16 to 256 keys): 32 keys spilled 1 at d=112 in bf16
@@ -69,24 +70,23 @@ bool spills_at_full_step(const ShapeClass& shape, int wider) {
 std::optional<int> value_dim_key_step(const ShapeClass& shape, int full_step) {
     if (shape.head_dim_v == 0) return std::nullopt;
     const int q = padded_head_dim(shape.head_dim), v = padded_head_dim(shape.head_dim_v);
-    const bool any_feature = shape.window || shape.softcap || shape.sinks;
-    const bool paged = shape.kv_layout == KvLayout::paged;
+    const bool paged = shape.kv_layout == KvLayout::paged, ragged = shape.kv_layout == KvLayout::ragged;
     // Q in registers, 64-key steps: 32 keys spill none.
-    if (q == 64 && v == 96) return 32;                  // 15-72 VGPRs spilled, every layout
-    if (q == 64 && v == 128 && any_feature) return 32;  // 32-97 with every feature, dense and ragged
-    if ((q == 96 && v == 64) || (q == 128 && v == 96)) return any_feature ? 32 : full_step;  // 1-7
+    if (q == 64 && v == 96) return 32;                         // 15-72 VGPRs spilled, every layout
+    if (q == 64 && v == 128 && any_feature(shape)) return 32;  // 32-97 with every feature, dense and ragged
+    if ((q == 96 && v == 64) || (q == 128 && v == 96)) return any_feature(shape) ? 32 : full_step;  // 1-7
     // Q of 96 with O of 128: 64 and 32 keys both spilled 2-7, in every layout; 16 keys none.
     if (q == 96 && v == 128) return 16;
     // Q of 96 with O of 160 (in registers, 32-key steps): spills 4-6 at 16 keys, none at 32.
     if (q == 96 && v == 160) return full_step;
     // Q staged, 32-key steps.
-    if (q == 128 && v == 160) return 16;                                                              // 1-5 at 32
-    if (q == 128 && v == 192) return paged && !any_feature ? 16 : full_step;                          // 5-7 at 32
-    if (q == 128 && v == 208) return paged && shape.page_size == 1 && !any_feature ? 16 : full_step;  // 6
+    if (q == 128 && v == 160) return 16;                                             // 1-5 at 32
+    if (q == 128 && v == 192) return paged && !any_feature(shape) ? 16 : full_step;  // 5-7 at 32
+    if (q == 128 && v == 208) return paged && shape.page_size == 1 && !any_feature(shape) ? 16 : full_step;  // 6
     // d=96 with dv=200: 32 keys spilled 1-6 over pages and with a soft-cap and no window; 16 keys
     // spilled 1 with every feature over dense and ragged K/V.
     if (q == 96 && v == 208) return paged || (shape.softcap && !shape.window) ? 16 : full_step;
-    if (q == 160 && v == 128 && any_feature && shape.kv_layout == KvLayout::ragged) return 16;  // 1 at 32
+    if (q == 160 && v == 128 && any_feature(shape) && ragged) return 16;  // 1 at 32
     return std::nullopt;
 }
 

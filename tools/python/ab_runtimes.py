@@ -67,7 +67,8 @@ def parse_variant(text):
 
 def inputs(dtype, batch, heads_q, heads_kv, d, dv, len_q, len_k):
     """q, k, v drawn in f32 and converted (FP8 saturates nothing: randn stays far below 448)."""
-    draw = lambda heads, length, width: torch.randn(batch, heads, length, width, device="cuda").to(DTYPES[dtype])  # noqa: E731
+    def draw(heads, length, width):
+        return torch.randn(batch, heads, length, width, device="cuda").to(DTYPES[dtype])
     return draw(heads_q, len_q, d), draw(heads_kv, len_k, d), draw(heads_kv, len_k, dv)
 
 
