@@ -19,7 +19,9 @@ dims padded to a swizzle block, and a tiny call whose host work shows); short (t
 calls at L 1K-4K of tools/python/sweep_sdpa.py, where the tile order and a tile's first and
 last steps matter most); e4m3 (FP8 inputs with a bf16 output); value-dims (V head dims of
 their own, d/dv: MLA's 192/128 and the wide-Q rows that take 64-key steps on wgmma-sm90; run
-them against FAJIT_FAMILY=mma-sm80 to see what the Hopper tiles buy).
+them against FAJIT_FAMILY=mma-sm80 to see what the Hopper tiles buy). --softcap C gives every
+call a logit soft-cap, so tiles can be compared on the capped softmax
+(--variant t12:FAJIT_TILE=bq=192,bk=64,waves=12).
 """
 import argparse
 import os
@@ -80,6 +82,7 @@ def main():
     parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=["seed", "hopper"])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--softcap", type=float, default=0.0, help="c of c tanh(s / c) on every call (0: none)")
     args = parser.parse_args()
     if not args.variant:
         parser.error("give at least one --variant to compare with base")
@@ -91,7 +94,7 @@ def main():
         dv = value_dim[0] if value_dim else d
         q, k, v = inputs(dtype, batch, heads_q, heads_kv, d, dv, len_q, len_k)
         outs = {name: fajit.output_like(q, v) for name in runtimes}
-        calls = {name: (lambda rt=rt, o=outs[name]: rt.attention(q, k, v, causal=causal, out=o))
+        calls = {name: (lambda rt=rt, o=outs[name]: rt.attention(q, k, v, causal=causal, out=o, softcap=args.softcap))
                  for name, rt in runtimes.items()}
         for call in calls.values():
             call()
@@ -105,7 +108,7 @@ def main():
         flops = 2 * batch * heads_q * (d + dv) * visible_pairs(len_q, len_k, causal)
         cells = "  ".join(f"{name} {' / '.join(f'{t:.4f}' for t in ts)} ms ({flops / min(ts) / 1e9:.1f})"
                           for name, ts in times.items())
-        family = runtimes["base"].selected_variant(q, k, v, causal=causal).split(",")[0]
+        family = runtimes["base"].selected_variant(q, k, v, causal=causal, softcap=args.softcap).split(",")[0]
         dims = f"{d}" if dv == d else f"{d}/{dv}"
         print(f"{dtype:>4} B={batch:<2} H={heads_q}/{heads_kv} d={dims:<7} {len_q}x{len_k:<6} {causal:<12} {cells}  "
               f"{differences}  [{family}]", flush=True)
