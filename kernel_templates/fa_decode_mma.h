@@ -79,9 +79,9 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::resident_blocks) fa_de
 
     const fa_split_block block = fa_split_block_of<Spec>(p, block_k);
     const int kv_head = block.kv_head, group = block.group, packed_rows = block.packed_rows;
-    const int split_begin = block.begin, split_end = block.end;
+    const int last_key = block.last;
     const fa_sequence& sequence = block.sequence;
-    const int split_blocks = split_end > split_begin ? (split_end - split_begin + block_k - 1) / block_k : 0;
+    const int split_blocks = fa_split_blocks(block, block_k);
     const int steps = split_blocks > warp ? (split_blocks - warp + waves - 1) / waves : 0;
 
     const element* q = static_cast<const element*>(p.q);
@@ -102,16 +102,19 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::resident_blocks) fa_de
     }
     fa_nv_cp_async_commit();
 
-    const auto key0_of = [&](int step) { return split_begin + (warp + step * waves) * block_k; };
+    const auto key0_of = [&](int step) { return fa_split_key(block, warp + step * waves, block_k); };
     // A paged step's block-table entry is read when the step before it is loaded, and
     // checked only when its copies are issued, so the warp never waits on the read just
     // before them (that wait was 17% of the kernel's stall samples, ncu, H200, 16 x 8K keys
     // in 16-key pages; 20% when the check followed the read). Past the last step the
-    // read repeats the current one's entry, so it is never conditional.
+    // read repeats the current one's entry, so it is never conditional. The first is read
+    // whether or not the warp has a step, its key kept inside the table's row, so that it
+    // need not wait for the sequence's length.
     constexpr bool reads_pages = fa_nv_block_in_one_page<Spec, block_k>;
     int upcoming_entry = 0;
     if constexpr (reads_pages)
-        if (steps > 0) upcoming_entry = fa_block_table_entry<Spec>(p, sequence, key0_of(0));
+        upcoming_entry =
+            fa_block_table_entry<Spec>(p, sequence, min(key0_of(0), p.max_pages_per_seq * Spec::page_size - 1));
     const auto load_step = [&](int step) {
         const int key0 = key0_of(step);
         const int stage = step % stages;
@@ -121,7 +124,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::resident_blocks) fa_de
             upcoming_entry = fa_block_table_entry<Spec>(p, sequence, step + 1 < steps ? key0_of(step + 1) : key0);
         }
         fa_sm80_load_key_block<Spec, tile_rows, value_rows, 32, block_k, true>(
-            p, sequence, kv_head, key0, page, split_end - key0, k, v, k_tile(stage), v_tile(stage), aligned, lane);
+            p, sequence, kv_head, key0, page, last_key - key0, k, v, k_tile(stage), v_tile(stage), aligned, lane);
     };
     // One commit group per step (empty past the end) so wait_group counts steps.
 #pragma unroll
@@ -157,14 +160,14 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::resident_blocks) fa_de
             const int r = 16 * m + g + 8 * h;
             visible[m][h] = r < packed_rows ? fa_visible_range<Spec>(p, fa_packed_query_row(group, r), sequence.len_q,
                                                                      sequence.len_k)
-                                            : fa_key_range{split_begin, split_end};
-            visible[m][h].end = min(visible[m][h].end, split_end);
+                                            : fa_key_range{block.first, last_key};
+            visible[m][h].end = min(visible[m][h].end, last_key);
         }
     // Query row 0 sees the fewest keys and the last row the latest first key: blocks
     // between the two limits need no mask.
     const fa_key_range unmasked = {
         fa_visible_range<Spec>(p, fa_packed_query_row(group, packed_rows - 1), sequence.len_q, sequence.len_k).begin,
-        min(split_end, fa_visible_range<Spec>(p, 0, sequence.len_q, sequence.len_k).end)};
+        min(last_key, fa_visible_range<Spec>(p, 0, sequence.len_q, sequence.len_k).end)};
 
     float frame[row_tiles][2], sum[row_tiles][2];
     float out[row_tiles][4 * dim_tiles];

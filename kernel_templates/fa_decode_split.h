@@ -77,7 +77,7 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_sp
     const int wave = static_cast<int>(threadIdx.x) / lanes;
     const fa_split_block block = fa_split_block_of<Spec>(p, lanes);
     const int kv_head = block.kv_head, group = block.group, packed_rows = block.packed_rows;
-    const int split_begin = block.begin, split_end = block.end;
+    const int last_key = block.last;
     const fa_sequence& sequence = block.sequence;
 
     const element* q = static_cast<const element*>(p.q);
@@ -105,7 +105,7 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_sp
         visible[r] = r < packed_rows
                          ? fa_visible_range<Spec>(p, fa_packed_query_row(group, r), sequence.len_q, sequence.len_k)
                          : fa_key_range{0, 0};
-        visible[r].end = min(visible[r].end, split_end);  // one compare a key, not two
+        visible[r].end = min(visible[r].end, last_key);  // one compare a key, not two
         frame[r] = fa_neg_inf();
         lane_sum[r] = 0.0f;
 #pragma unroll
@@ -117,7 +117,8 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_sp
     // Loops over keys stay rolled: unrolled, the compiler hoists whole steps' loads and
     // spills (gfx11, bf16: 256 VGPRs and 113 spilled at d=72).
 #pragma unroll 1
-    for (int key0 = split_begin + wave * lanes; key0 < split_end; key0 += waves * lanes) {
+    for (int index = wave, key0 = fa_split_key(block, index, lanes); key0 < last_key;
+         index += waves, key0 = fa_split_key(block, index, lanes)) {
         // The staged queries are read afresh each step: at small head dims the compiler would
         // otherwise keep all of them in registers across the loop and spill (gfx11, d=16,
         // bq=16: 256 VGPRs, 155 spilled).
@@ -126,7 +127,7 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_sp
         float score[rows];
 #pragma unroll
         for (int r = 0; r < rows; ++r) score[r] = 0.0f;
-        if (key < split_end)
+        if (key < last_key)
             fa_decode_score_key<Spec, rows>(k + fa_key_offset<Spec>(p, p.k_stride, sequence, kv_head, key), k_vector,
                                             query, score);
         if constexpr (Spec::softcap) {
@@ -149,7 +150,7 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_sp
             weight[r] = s == fa_neg_inf() ? 0.0f : fa_exp2(s - frame[r]);
             lane_sum[r] += weight[r];
         }
-        const int keys_here = min(lanes, split_end - key0);
+        const int keys_here = min(lanes, last_key - key0);
 #pragma unroll 1
         for (int source = 0; source < keys_here; ++source) {
             const element* value_row = v + fa_key_offset<Spec>(p, p.v_stride, sequence, kv_head, key0 + source);

@@ -14,19 +14,25 @@
 // Where a decode block works (blockIdx is split, KV head, sequence): its KV head, the
 // GQA group, its sequence, the (query row, query head) pairs it packs (the rest of the
 // tile's rows are idle; the host never gives a sequence more rows than the tile has, and
-// the bound keeps shared memory safe if it did), and its split's keys [begin, end).
+// the bound keeps shared memory safe if it did), and its split's share of the keys
+// [first, last): blocks of `step` keys from first, of which split s takes blocks s,
+// s + splits, s + 2 splits, ... (fa_split_key).
 struct fa_split_block {
     int kv_head;
     int group;
     fa_sequence sequence;
     int packed_rows;
-    int begin, end;
+    int first, last;
+    int split, splits;
 };
 
-// The split's keys are whole blocks of `step` keys, so that a paged block never starts
-// mid-block, from the sequence's own length, so that one launch serves a batch of any
-// lengths and a launch captured in a CUDA graph stays right as the lengths grow. Under
-// a sliding window the splits divide only the keys some query row sees.
+// The keys are the sequence's own length, so that one launch serves a batch of any
+// lengths and a launch captured in a CUDA graph stays right as the lengths grow; under a
+// sliding window, only the keys some query row sees. The splits take the blocks of keys
+// in turn rather than one range each: without a window a split's first keys are then
+// known before the length is read, so a paged block reads its first block-table entries
+// beside the length instead of after it (three dependent reads of memory before the
+// first keys arrive become two: ncu at 1 x 32K keys, tools/tiles/decode_mma.md step 27).
 template <class Spec>
 FAJIT_DEVICE fa_split_block fa_split_block_of(const fa_params& p, int step) {
     fa_split_block block;
@@ -35,16 +41,28 @@ FAJIT_DEVICE fa_split_block fa_split_block_of(const fa_params& p, int step) {
     block.sequence = fa_sequence_of<Spec>(p, blockIdx.z);
     block.packed_rows = min(block.group * block.sequence.len_q, Spec::block_q);
     const int len_q = block.sequence.len_q, len_k = block.sequence.len_k;
-    int first = 0, last = len_k;
+    block.first = 0;
+    block.last = len_k;
     if constexpr (Spec::window)
         if (len_q > 0) {
-            first = fa_visible_range<Spec>(p, 0, len_q, len_k).begin / step * step;
-            last = fa_visible_range<Spec>(p, len_q - 1, len_q, len_k).end;
+            block.first = fa_visible_range<Spec>(p, 0, len_q, len_k).begin / step * step;
+            block.last = fa_visible_range<Spec>(p, len_q - 1, len_q, len_k).end;
         }
-    const int keys_per_split = ((last - first + p.num_splits - 1) / p.num_splits + step - 1) / step * step;
-    block.begin = first + blockIdx.x * keys_per_split;
-    block.end = min(last, block.begin + keys_per_split);
+    block.split = blockIdx.x;
+    block.splits = p.num_splits;
     return block;
+}
+
+// The first key of the split's block `index` (0, 1, 2, ... in the split's own order); the
+// split's blocks are those whose first key is below block.last.
+FAJIT_DEVICE int fa_split_key(const fa_split_block& block, int index, int step) {
+    return block.first + (block.split + index * block.splits) * step;
+}
+
+// How many blocks of `step` keys the split has.
+FAJIT_DEVICE int fa_split_blocks(const fa_split_block& block, int step) {
+    const int blocks = block.last > block.first ? (block.last - block.first + step - 1) / step : 0;
+    return blocks > block.split ? (blocks - block.split + block.splits - 1) / block.splits : 0;
 }
 
 // The query head and query row of packed row r.
