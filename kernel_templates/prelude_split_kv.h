@@ -26,13 +26,14 @@ struct fa_split_block {
     int split, splits;
 };
 
-// The keys are the sequence's own length, so that one launch serves a batch of any
+// The keys run to the sequence's own length, so that one launch serves a batch of any
 // lengths and a launch captured in a CUDA graph stays right as the lengths grow; under a
-// sliding window, only the keys some query row sees. The splits take the blocks of keys
-// in turn rather than one range each: without a window a split's first keys are then
-// known before the length is read, so a paged block reads its first block-table entries
-// beside the length instead of after it (three dependent reads of memory before the
-// first keys arrive become two: ncu at 1 x 32K keys, tools/tiles/decode_mma.md step 27).
+// sliding window they are only those some query row sees, from a whole block, so that a
+// paged block never starts mid-page. The splits take the blocks of keys in turn rather
+// than one range each: without a window a split's first keys are then known before the
+// length is read, so a paged block reads its first block-table entries beside the length
+// instead of after it (three dependent reads of memory before the first keys arrive
+// become two: ncu at 1 x 32K keys, tools/tiles/decode_mma.md step 27).
 template <class Spec>
 FAJIT_DEVICE fa_split_block fa_split_block_of(const fa_params& p, int step) {
     fa_split_block block;
