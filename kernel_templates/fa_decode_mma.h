@@ -81,8 +81,7 @@ __global__ void __launch_bounds__(Spec::waves * 32, Spec::resident_blocks) fa_de
     const int kv_head = block.kv_head, group = block.group, packed_rows = block.packed_rows;
     const int last_key = block.last;
     const fa_sequence& sequence = block.sequence;
-    const int split_blocks = fa_split_blocks(block, block_k);
-    const int steps = split_blocks > warp ? (split_blocks - warp + waves - 1) / waves : 0;
+    const int steps = fa_split_steps(block, block_k, warp, waves);
 
     const element* q = static_cast<const element*>(p.q);
     const element* k = fa_key_rows_start<Spec, element>(p, p.k, p.k_stride, sequence, kv_head);

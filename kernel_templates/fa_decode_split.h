@@ -113,12 +113,13 @@ __global__ void FAJIT_PORTABLE_BOUNDS(Spec::waves* FAJIT_WAVE_SIZE) fa_decode_sp
     }
     const bool k_vector = fa_decode_vector_ok(p.k, p.k_stride);
     const fa_soft_cap cap = fa_soft_cap_of(p);
+    const int steps = fa_split_steps(block, lanes, wave, waves);
 
     // Loops over keys stay rolled: unrolled, the compiler hoists whole steps' loads and
     // spills (gfx11, bf16: 256 VGPRs and 113 spilled at d=72).
 #pragma unroll 1
-    for (int index = wave, key0 = fa_split_key(block, index, lanes); key0 < last_key;
-         index += waves, key0 = fa_split_key(block, index, lanes)) {
+    for (int step = 0; step < steps; ++step) {
+        const int key0 = fa_split_key(block, wave + step * waves, lanes);
         // The staged queries are read afresh each step: at small head dims the compiler would
         // otherwise keep all of them in registers across the loop and spill (gfx11, d=16,
         // bq=16: 256 VGPRs, 155 spilled).

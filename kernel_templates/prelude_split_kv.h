@@ -60,10 +60,13 @@ FAJIT_DEVICE int fa_split_key(const fa_split_block& block, int index, int step) 
     return block.first + (block.split + index * block.splits) * step;
 }
 
-// How many blocks of `step` keys the split has.
-FAJIT_DEVICE int fa_split_blocks(const fa_split_block& block, int step) {
+// How many of the split's blocks of `step` keys fall to one of its `workers` (warps or
+// waves), worker w taking the split's blocks w, w + workers, w + 2 workers, ... (the
+// worker's step s starts at fa_split_key(block, w + s workers, step)).
+FAJIT_DEVICE int fa_split_steps(const fa_split_block& block, int step, int worker, int workers) {
     const int blocks = block.last > block.first ? (block.last - block.first + step - 1) / step : 0;
-    return blocks > block.split ? (blocks - block.split + block.splits - 1) / block.splits : 0;
+    const int split_blocks = blocks > block.split ? (blocks - block.split + block.splits - 1) / block.splits : 0;
+    return split_blocks > worker ? (split_blocks - worker + workers - 1) / workers : 0;
 }
 
 // The query head and query row of packed row r.
