@@ -60,13 +60,18 @@ FAJIT_DEVICE int fa_split_key(const fa_split_block& block, int index, int step) 
     return block.first + (block.split + index * block.splits) * step;
 }
 
+// How many of `count` things (0, 1, 2, ...) fall to `taker` of `takers` that take them in
+// turn: taker t takes t, t + takers, t + 2 takers, ...
+FAJIT_DEVICE int fa_taken_in_turn(int count, int taker, int takers) {
+    return count > taker ? (count - taker + takers - 1) / takers : 0;
+}
+
 // How many of the split's blocks of `step` keys fall to one of its `workers` (warps or
 // waves), worker w taking the split's blocks w, w + workers, w + 2 workers, ... (the
 // worker's step s starts at fa_split_key(block, w + s workers, step)).
 FAJIT_DEVICE int fa_split_steps(const fa_split_block& block, int step, int worker, int workers) {
     const int blocks = block.last > block.first ? (block.last - block.first + step - 1) / step : 0;
-    const int split_blocks = blocks > block.split ? (blocks - block.split + block.splits - 1) / block.splits : 0;
-    return split_blocks > worker ? (split_blocks - worker + workers - 1) / workers : 0;
+    return fa_taken_in_turn(fa_taken_in_turn(blocks, block.split, block.splits), worker, workers);
 }
 
 // The query head and query row of packed row r.
@@ -219,7 +224,7 @@ FAJIT_DEVICE void fa_merge_in_cluster(const fa_params& p, const fa_sequence& seq
     constexpr int per_thread = ((Spec::block_q + 1) / 2 * value_dim + threads - 1) / threads;
     constexpr int unrolled_passes = per_thread <= 8 ? per_thread : 1;
     const int splits = p.num_splits, rank = static_cast<int>(blockIdx.x);
-    const int rows_here = packed_rows > rank ? (packed_rows - rank + splits - 1) / splits : 0;
+    const int rows_here = fa_taken_in_turn(packed_rows, rank, splits);
     const int group = p.heads_q / p.heads_kv;
     const auto shared_address = [](const void* at) { return static_cast<unsigned int>(__cvta_generic_to_shared(at)); };
     fa_cluster_barrier();  // every split's rows complete (each block's barrier made them so within it)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Paged decode calls on two or more runtimes in one process, as CUDA graph replays: a build
-step against the one before, where the step is a few microseconds a call.
+"""Decode calls on two or more runtimes in one process, as CUDA graph replays: a build step
+against the one before, where the step is a few microseconds a call.
 
     python3 tools/python/ab_decode.py --library build/src/libfajit.so \\
         --variant l2-merge:FAJIT_CLUSTER_MERGE=0 --shapes 1x8192 1x32768 16x8192
@@ -8,9 +8,9 @@ step against the one before, where the step is a few microseconds a call.
 Runtime "base" has no settings of its own; each --variant NAME:KEY=VALUE[,KEY=VALUE...] is one
 more runtime with those FAJIT_* settings (FAJIT_TEMPLATE_DIR: other kernel templates). Each
 shape (BATCHxKEYS: bf16, GQA 32/8 unless --heads-q/--heads-kv say otherwise, D=128 unless
---head-dim, one query row unless --len-q, shuffled 16-key pages) is replayed as
-compare_batched.py's graphs do, in rounds that alternate between the runtimes, so clock and
-temperature drift fall on all of them alike. Each row prints every round's ms per call and
+--head-dim, one query row unless --len-q, shuffled 16-key pages, or the same K/V dense and
+contiguous with --dense) is replayed as compare_batched.py's graphs do, in rounds that
+alternate between the runtimes, so clock and temperature drift fall on all of them alike. Each row prints every round's ms per call and
 the largest difference of each variant's output from base's (0 where only the speed should
 change).
 """
@@ -44,6 +44,8 @@ def main():
     parser.add_argument("--heads-kv", type=int, default=8)
     parser.add_argument("--head-dim", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--dense", action="store_true",
+                        help="the same K/V dense and contiguous [batch, Hkv, Lk, d] instead of paged")
     args = parser.parse_args()
     if not args.variant:
         parser.error("give at least one --variant to compare with base")
@@ -61,12 +63,17 @@ def main():
         sets = [paged_inputs(shape, torch.bfloat16, generator) for _ in range(max(1, min(8, (4 << 30) // kv_bytes)))]
         kv_lens = torch.full((batch,), len_k, dtype=torch.int32, device="cuda")
         cu_q = torch.arange(0, batch + 1, dtype=torch.int32, device="cuda") * args.len_q
-        outs = {name: [torch.empty_like(s["q"]) for s in sets] for name in runtimes}
+        query = "q_dense" if args.dense else "q"
+        outs = {name: [torch.empty_like(s[query]) for s in sets] for name in runtimes}
+
+        def call(runtime, s, o):
+            if args.dense:
+                return lambda: runtime.attention(s["q_dense"], s["k_dense"], s["v_dense"], causal="bottom-right", out=o)
+            return lambda: runtime.attention_paged(s["q"], s["k_cache"], s["v_cache"], cu_q, s["table"], kv_lens,
+                                                   args.len_q, causal="bottom-right", out=o)
 
         def calls(runtime, name):
-            return [lambda s=s, o=o: runtime.attention_paged(s["q"], s["k_cache"], s["v_cache"], cu_q, s["table"],
-                                                             kv_lens, args.len_q, causal="bottom-right", out=o)
-                    for s, o in zip(sets, outs[name])]
+            return [call(runtime, s, o) for s, o in zip(sets, outs[name])]
 
         times = {name: [] for name in runtimes}
         for _ in range(args.rounds):
@@ -76,7 +83,8 @@ def main():
             f"max |{name} - base| {max((a.float() - b.float()).abs().max().item() for a, b in zip(outs[name], outs['base'])):.3g}"
             for name in runtimes if name != "base")
         cells = "  ".join(f"{name} {' / '.join(f'{t:.4f}' for t in ts)}" for name, ts in times.items())
-        label = f"{batch}x{len_k} q{args.len_q} H={args.heads_q}/{args.heads_kv} D={args.head_dim}"
+        label = (f"{batch}x{len_k} q{args.len_q} H={args.heads_q}/{args.heads_kv} D={args.head_dim}"
+                 f" {'dense' if args.dense else 'paged'}")
         print(f"{label}: {cells} ms  {differences}", flush=True)
         del sets
         torch.cuda.empty_cache()

@@ -6,7 +6,8 @@
 Sliding window: a 2,048-row prefill chunk and a decode batch at the end of 32K keys with a
 4,096-key window, against plain causal calls at 4K keys. The chunk's rows see 4,096 keys each
 under the window and 2,049..4,096 without it, so the windowed call has 4/3 the work; both
-figures are printed. Soft-cap and sinks: the seed shape (bf16, GQA 32/8, D=128, Lq 2048, Lk
+figures are printed. The chunk is also timed against a causal call of equal work, Lq = Lk =
+4096 (8.39M visible pairs a head in both). Soft-cap and sinks: the seed shape (bf16, GQA 32/8, D=128, Lq 2048, Lk
 8192, bottom-right), D=256 (Gemma 2's head dim) and decode, each with and without the
 feature, and the seed shape in f16. Every timing is CUDA events over back-to-back calls,
 each row measured twice (rounds), since run-to-run spread is real. --template-dir-a/-b time
@@ -64,6 +65,11 @@ def cases():
         rows.append((f"window {shape}", "causal, Lk 4096", plain, {}, batch * visible_pairs(len_q, 4096)))
         rows.append((f"window {shape}", "window 4096, Lk 32768", windowed, {"window": window},
                      batch * visible_pairs(len_q, 32768, window[0])))
+        if len_q > 1:
+            rows.append(("window, equal work", "causal, Lq = Lk = 4096", tensors(1, 4096, 4096, 128, bf16), {},
+                         visible_pairs(4096, 4096)))
+            rows.append(("window, equal work", "window 4096, Lk 32768", windowed, {"window": window},
+                         visible_pairs(len_q, 32768, window[0])))
     sinks = torch.linspace(-2.0, 4.0, 32, device="cuda", dtype=torch.float32)
     # bf16, whose capped rows keep a fixed frame, and the seed shape in f16, whose capped rows keep a
     # moving one (fa_capped_frame_fits in the prelude).

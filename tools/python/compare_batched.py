@@ -8,12 +8,13 @@
           the same K/V dense and contiguous, and PyTorch's SDPA on the dense K/V
 Every fa-jit result is checked per sequence against SDPA's math path in f32. Each timing is
 the median of CUDA-event-timed calls after warm-up; paged mode times each call alone (host
-work included) and, as engines run decode, replayed in a CUDA graph over several input sets.
+work included) and, as engines run decode, replayed in a CUDA graph over several input sets,
+in --rounds rounds that alternate between fa-jit's layouts and PyTorch's backends (medians).
 A device-to-device copy of 4 GiB is timed in the same run as the bandwidth roofline;
 bandwidth counts the K and V bytes read once, at the graph-replay time.
 
   python3 tools/python/compare_batched.py --library build/src/libfajit.so ragged --seqs 8
-  python3 tools/python/compare_batched.py paged --batch 16 --len-k 8192 --page-size 16
+  python3 tools/python/compare_batched.py paged --batch 16 --len-k 8192 --page-size 16 --rounds 5
 """
 import argparse
 import json
@@ -115,9 +116,8 @@ def reference(q, k, v, causal):
     return out.transpose(0, 1)
 
 
-def torch_timings(q, k, v, graph_sets=None, **mask):
-    """Each SDPA backend alone on the same tensors; mask: attn_mask= or is_causal=. With
-    graph_sets (a list of (q, k, v)), also each backend's graph replay over those sets."""
+def torch_timings(q, k, v, **mask):
+    """Each SDPA backend alone on the same tensors; mask: attn_mask= or is_causal=."""
     results = {}
     for name, backend in TORCH_BACKENDS.items():
         try:
@@ -127,17 +127,14 @@ def torch_timings(q, k, v, graph_sets=None, **mask):
                 results[name] = {"ms": time_ms(call)}
         except RuntimeError as error:
             results[name] = {"unsupported": str(error).splitlines()[0][:160]}
-            continue
-        if not graph_sets:
-            continue
-        # A backend that cannot be captured keeps its time alone.
-        try:
-            with sdpa_kernel(backend):
-                calls = [lambda s=s: F.scaled_dot_product_attention(*s, enable_gqa=True, **mask) for s in graph_sets]
-                results[name]["graph_ms"] = graph_ms(calls)
-        except RuntimeError as error:
-            results[name]["graph_unsupported"] = str(error).splitlines()[0][:160]
     return results
+
+
+def torch_graph_ms(backend, graph_sets, **mask):
+    """One SDPA backend's graph replay over graph_sets (a list of (q, k, v)); raises
+    RuntimeError where the backend cannot run or be captured."""
+    with sdpa_kernel(backend):
+        return graph_ms([lambda s=s: F.scaled_dot_product_attention(*s, enable_gqa=True, **mask) for s in graph_sets])
 
 
 def run_ragged(rt, args, dtype):
@@ -224,24 +221,51 @@ def run_paged(rt, args, dtype, roofline):
                          first["v_dense"][b].transpose(0, 1), "bottom-right")
         worst = max(worst, (out[b * lq:(b + 1) * lq].float() - want).abs().max().item())
     paged_ms = time_ms(paged(first))
-    paged_graph_ms = graph_ms([paged(s) for s in sets])
     dense_ms = time_ms(dense(first, dense_outs[0]))
-    dense_graph_ms = graph_ms([dense(s, o) for s, o in zip(sets, dense_outs)])
     mask = None if lq == 1 else torch.ones(lq, lk, dtype=torch.bool, device="cuda").tril(lk - lq)
-    torch_results = torch_timings(first["q_dense"], first["k_dense"], first["v_dense"], attn_mask=mask,
-                                  graph_sets=[(s["q_dense"], s["k_dense"], s["v_dense"]) for s in sets])
+    torch_results = torch_timings(first["q_dense"], first["k_dense"], first["v_dense"], attn_mask=mask)
+    # Graph replays in rounds that take every runtime in turn, so that the device's clock
+    # and temperature drift fall on all of them alike; a figure is the median of its rounds.
+    graph_sets = [(s["q_dense"], s["k_dense"], s["v_dense"]) for s in sets]
+    rounds = {"fajit_paged": [], "fajit_dense": []}
+    for _ in range(args.rounds):
+        rounds["fajit_paged"].append(graph_ms([paged(s) for s in sets]))
+        rounds["fajit_dense"].append(graph_ms([dense(s, o) for s, o in zip(sets, dense_outs)]))
+        for name, backend in TORCH_BACKENDS.items():
+            if "ms" not in torch_results[name] or "graph_unsupported" in torch_results[name]:
+                continue
+            try:
+                rounds.setdefault(name, []).append(torch_graph_ms(backend, graph_sets, attn_mask=mask))
+            except RuntimeError as error:  # a backend that cannot be captured keeps its time alone
+                torch_results[name]["graph_unsupported"] = str(error).splitlines()[0][:160]
+    for name, result in torch_results.items():
+        if name in rounds and "graph_unsupported" not in result:
+            result["graph_ms"] = statistics.median(rounds[name])
+            result["graph_rounds_ms"] = rounds[name]
+    paged_graph_ms = statistics.median(rounds["fajit_paged"])
+    dense_graph_ms = statistics.median(rounds["fajit_dense"])
     best = min((r["ms"] for r in torch_results.values() if "ms" in r), default=float("nan"))
     best_graph = min((r["graph_ms"] for r in torch_results.values() if "graph_ms" in r), default=float("nan"))
+    # Per round: the fastest PyTorch graph of that round against each fa-jit layout.
+    captured = [name for name, r in torch_results.items() if "graph_ms" in r]
+    best_each_round = [min(rounds[name][i] for name in captured) for i in range(args.rounds)] if captured else []
+    ahead = {layout: sum(ours <= theirs for ours, theirs in zip(rounds[f"fajit_{layout}"], best_each_round))
+             for layout in ("paged", "dense")}
     return {"mode": "paged", "batch": batch, "len_q": lq, "len_k": lk, "page_size": page,
             "heads_first": args.heads_first, "in_order": args.in_order, "input_sets": len(sets),
             "fajit_paged_ms": paged_ms, "fajit_dense_ms": dense_ms, "paged_over_dense": paged_ms / dense_ms,
             "fajit_paged_graph_ms": paged_graph_ms, "fajit_dense_graph_ms": dense_graph_ms,
+            "fajit_paged_graph_rounds_ms": rounds["fajit_paged"], "fajit_dense_graph_rounds_ms": rounds["fajit_dense"],
             "fajit_paged_tb_s": kv_bytes / (paged_graph_ms * 1e9), "copy_roofline_tb_s": roofline / 1e12,
-            "fraction_of_copy": kv_bytes / (paged_graph_ms * 1e-3) / roofline, "max_abs_error": worst,
+            "fraction_of_copy": kv_bytes / (paged_graph_ms * 1e-3) / roofline,
+            "dense_fraction_of_copy": kv_bytes / (dense_graph_ms * 1e-3) / roofline, "max_abs_error": worst,
             "torch_dense": torch_results, "speedup_vs_best_torch": best / paged_ms,
             "graph_speedup_vs_best_torch": best_graph / paged_graph_ms,
-            "note": "each call alone (host included) and replayed in a CUDA graph over the input sets; PyTorch ran "
-                    "the same K/V dense and contiguous; Lq>1 gives it a materialized bottom-right mask"}
+            "dense_graph_speedup_vs_best_torch": best_graph / dense_graph_ms,
+            "rounds": args.rounds, "paged_ahead_rounds": ahead["paged"], "dense_ahead_rounds": ahead["dense"],
+            "note": "each call alone (host included) and replayed in a CUDA graph over the input sets, in rounds "
+                    "that alternate between the runtimes (medians over rounds); PyTorch ran the same K/V dense and "
+                    "contiguous; Lq>1 gives it a materialized bottom-right mask"}
 
 
 def main():
@@ -269,6 +293,8 @@ def main():
                        help="caches [pages, heads_kv, page_size, d] instead of [pages, page_size, heads_kv, d]")
     paged.add_argument("--in-order", action="store_true",
                        help="each sequence's pages consecutive in the cache instead of shuffled over it")
+    paged.add_argument("--rounds", type=int, default=1,
+                       help="graph replays of every runtime in this many alternating rounds (medians reported)")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     rt = fajit.Runtime(args.library, FAJIT_CHECK_INDICES=int(args.check_indices))
