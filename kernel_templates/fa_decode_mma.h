@@ -8,8 +8,8 @@
 // buffers, so the loop has no block-wide barrier. Per block of keys a warp computes
 // S = Q K^T, moves its frames by the rescale margin, and adds P V to its O, with the
 // fragments of fa_mma_sm80 (prelude_nvidia.h's m16n8 softmax). Decode reads each key
-// once and does little with it, so memory sets the pace: what matters is the number of
-// copies in flight, which small per-warp buffers at several blocks per SM provide.
+// once and does little with it, so memory sets the pace: the copies of every warp's next
+// step are in flight together (kv_stages buffers a warp: the host's choice, two).
 //
 // At the end the warps merge their partials in shared memory laid over their K/V buffers,
 // each bringing its O and sum to the largest frame, and fa_split_finish ends the block.

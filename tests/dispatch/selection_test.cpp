@@ -489,11 +489,11 @@ TEST_CASE("decode-mma splits to one wave of the blocks an SM holds at once") {
     args.heads_kv = 8;
     args.len_k = 8192;
     args.batch = 16;
-    // 128 pairs; the family's 8 warps at d=128 fill an SM's shared memory with three
-    // stages: 132 slots, so one split.
+    // 128 pairs; the family's 8 warps at d=128 take over half an SM's shared memory with
+    // their two stages: 132 slots, so one split.
     CHECK(decode->plan_splits(spec, args, 132, 0).num_splits == 1);
-    // Pinned to 4 warps, two blocks per SM (three stages keep the most copies in flight):
-    // 264 slots take 2 splits, not a third part-wave.
+    // Pinned to 4 warps, two blocks per SM (their registers allow no third): 264 slots
+    // take 2 splits, not a third part-wave.
     KernelSpec four_warps = spec;
     four_warps.waves = 4;
     CHECK(decode->plan_splits(four_warps, args, 132, 0).num_splits == 2);
