@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Builds fa-jit and runs every test suite. GPU suites skip, saying why, where no
-# device exists. Usage: tools/test.sh [--exhaustive] [build directory, default build]
+# device exists. Usage:
+#   tools/test.sh [--exhaustive] [--families LIST] [build directory, default build]
 # --exhaustive sweeps every head dim of each family instead of a covering sample
 # (FAJIT_TEST_EXHAUSTIVE=1, read by the sweeps themselves; longer than CI allows).
+# --families a,b limits the compile sweeps over several families (compile_decode,
+# compile_features) to those (FAJIT_TEST_FAMILIES), e.g. the ones a change touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [[ "${1:-}" == --exhaustive ]]; then
-  export FAJIT_TEST_EXHAUSTIVE=1
-  shift
-fi
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --exhaustive) export FAJIT_TEST_EXHAUSTIVE=1; shift ;;
+    --families) export FAJIT_TEST_FAMILIES="${2:?--families needs a comma-separated list}"; shift 2 ;;
+    *) break ;;
+  esac
+done
 build="${1:-build}"
 exec tools/build-env.sh bash -c "
   set -euo pipefail

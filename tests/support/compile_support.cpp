@@ -2,13 +2,17 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <string_view>
 #include <thread>
 
 #include "codegen/emitter.hpp"
 #include "codegen/isa_report.hpp"
+#include "families/registry.hpp"
 #include "spec/arch.hpp"
 
 namespace fajit::testing {
@@ -87,9 +91,35 @@ SpillCheck compile_and_check_spills(const KernelSpec& spec, const Backend& backe
     return {true, ""};
 }
 
+namespace {
+
+// FAJIT_TEST_FAMILIES=a,b (tools/test.sh --families) limits the sweeps over several
+// families to those, so that an exhaustive sweep can cover the families a change touched
+// in a fraction of its time. Every name must be a registered family.
+std::vector<std::string> swept_families() {
+    std::vector<std::string> families;
+    const char* list = std::getenv("FAJIT_TEST_FAMILIES");
+    std::string_view rest = list ? list : "";
+    while (!rest.empty()) {
+        const std::size_t comma = rest.find(',');
+        families.emplace_back(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    }
+    for (const std::string& family : families)
+        REQUIRE_MESSAGE(find_family(family) != nullptr, "FAJIT_TEST_FAMILIES names no family '", family, "'");
+    return families;
+}
+
+}  // namespace
+
 int compile_targets(std::span<const Target> targets, const SpecsOf& specs_of, std::size_t at_least, Spills spills) {
+    const std::vector<std::string> families = swept_families();
     int compiled = 0;
     for (const auto& [family, arch] : targets) {
+        if (!families.empty() && std::find(families.begin(), families.end(), family) == families.end()) {
+            std::printf("skipped %s on %s: not in FAJIT_TEST_FAMILIES\n", family.c_str(), arch.c_str());
+            continue;
+        }
         const Backend* backend = compiler_for(arch);
         if (!backend) continue;
         const std::vector<KernelSpec> specs = specs_of(family, arch);

@@ -51,8 +51,8 @@ enum class Spills { fail, are_printed };
 
 // For each target whose compiler is present: specs_of(family, arch), at least at_least of
 // them, compiled on every core and each checked as compile_and_check_spills does, through
-// doctest's assertions; returns how many compiled. A target without its compiler is
-// skipped with the reason printed.
+// doctest's assertions; returns how many compiled. A target without its compiler, or whose
+// family FAJIT_TEST_FAMILIES leaves out, is skipped with the reason printed.
 int compile_targets(std::span<const Target> targets, const SpecsOf& specs_of, std::size_t at_least, Spills spills);
 
 }  // namespace fajit::testing
