@@ -44,18 +44,10 @@ unsigned row_bytes(int head_dim) {
     return padded % 64 == 0 ? 2u * static_cast<unsigned>(padded) : sm80_row_bytes(head_dim);
 }
 
-// Each warp double-buffers its K and V: one step loading while it computes on the other.
-// Deeper pipelines held more copies in flight and ran slower: against a third buffer (two
-// steps loading), one step was 0.6-1.6% faster at batch 128 and 16-key pages at batch 16,
-// 3.8% at d=256, level at batch 1 and dense batch 16; L2 prefetches one and two steps past
-// the pipeline cost 1-3% and 15-18% (H100, dense and paged, tools/tiles/decode_mma.md
-// step 29). Once HBM sets the pace, more requests in flight slow it; why is not located.
-constexpr int kv_stages = 2;
-
 // As fa_decode_mma_layout: Q, then the larger of the warps' K/V buffers and, after the
 // loop, the warps' partials with the merged rows past them; then the frames and sums.
-unsigned layout_bytes(const KernelSpec& spec) {
-    const unsigned key_rows = static_cast<unsigned>(kv_stages * spec.block_k * spec.waves);
+unsigned layout_bytes(const KernelSpec& spec, int stages) {
+    const unsigned key_rows = static_cast<unsigned>(stages * spec.block_k * spec.waves);
     const unsigned rows = static_cast<unsigned>(spec.block_q);
     const unsigned kv_bytes = (row_bytes(spec.head_dim) + row_bytes(value_head_dim(spec))) * key_rows;
     const unsigned merge_area = (static_cast<unsigned>(spec.waves) + 1u) * 4u * rows *
@@ -71,6 +63,29 @@ int resident_blocks(const KernelSpec& spec, unsigned bytes) {
     const int by_registers = 65536 / (registers_per_lane(spec) * 32 * spec.waves);
     const int by_shared = static_cast<int>((nvidia_shared_limit(spec.arch) + 1024u) / (bytes + 1024u));
     return std::max(1, std::min(by_registers, by_shared));
+}
+
+// K/V stages a warp. On sm_90 and later two, each warp double-buffering: one step loading
+// while it computes on the other. Deeper pipelines held more copies in flight and ran
+// slower there: against a third buffer (two steps loading), one step was 0.6-1.6% faster
+// at batch 128 and with 16-key pages at batch 16, 3.8% at d=256, level at batch 1 and
+// dense batch 16; L2 prefetches one and two steps past the pipeline cost 1-3% and 15-18%
+// (H100, tools/tiles/decode_mma.md step 29). Once HBM sets the pace, more requests in
+// flight slow it; why is not located. Before sm_90, unmeasured, the count that keeps the
+// most in flight given how many blocks fit, as before that step: there two stages would
+// turn one block of four at d <= 64 into two blocks at 128 registers, where ptxas spilled
+// (d=56, a window over 16-key pages, sm_80).
+int kv_stages(const KernelSpec& spec) {
+    if (sm_version(spec.arch) >= 90) return 2;
+    int best = 2;
+    long long best_in_flight = 0;
+    for (int stages = 2; stages <= 4; ++stages) {
+        const unsigned bytes = layout_bytes(spec, stages);
+        if (bytes > nvidia_shared_limit(spec.arch)) break;
+        const long long in_flight = static_cast<long long>(resident_blocks(spec, bytes)) * spec.waves * (stages - 1);
+        if (in_flight > best_in_flight) best = stages, best_in_flight = in_flight;
+    }
+    return best;
 }
 
 std::string check(const KernelSpec& spec) {
@@ -94,14 +109,16 @@ std::string check(const KernelSpec& spec) {
     return rounded_probability_margin_error(spec);
 }
 
-// A spec's shared memory and the blocks an SM holds with it.
+// A spec's stage count, its shared memory and the blocks an SM holds with it.
 struct BlockLayout {
+    int stages;
     unsigned bytes;
     int resident;
 };
 BlockLayout block_layout(const KernelSpec& spec) {
-    const unsigned bytes = layout_bytes(spec);
-    return {bytes, resident_blocks(spec, bytes)};
+    const int stages = kv_stages(spec);
+    const unsigned bytes = layout_bytes(spec, stages);
+    return {stages, bytes, resident_blocks(spec, bytes)};
 }
 
 // fa_decode_mma_layout (layout_bytes): Q, then each warp's kv_stages K and V buffers (rows
@@ -113,11 +130,11 @@ BlockLayout block_layout(const KernelSpec& spec) {
 // two, and spilled 20 (d=24 and 32 in f16 with every feature, sm_90a).
 SharedLayout shared_layout(const KernelSpec& spec) {
     const BlockLayout layout = block_layout(spec);
-    return {layout.bytes, true, {{{"kv_stages", kv_stages}, {"resident_blocks", layout.resident}}}};
+    return {layout.bytes, true, {{{"kv_stages", layout.stages}, {"resident_blocks", layout.resident}}}};
 }
 
 // As few row tiles as the shape's rows need; short warp steps keep the buffers small.
-// 8 warps where their two stages fit: one block per SM holds as many copies in flight as
+// 8 warps where two stages fit: one block per SM holds as many copies in flight as
 // two blocks of 4 and needs half the splits; against 4 warps it ran 1 x 32K keys 12%
 // faster, 16 x 8K 4% and 16 x 32K 2%, 128 x 8K and 4 query rows of 32 x 8K as fast (H200,
 // graph replay, two runs each, with three stages; tools/tiles/decode_mma.md).
@@ -129,7 +146,7 @@ Tile choose_tile(const ShapeClass& shape, std::string_view arch) {
     spec.block_q = shape.decode_rows > one_tile ? two_tiles : one_tile;
     spec.block_k = 16;
     spec.waves = 8;
-    if (layout_bytes(spec) > nvidia_shared_limit(arch)) spec.waves = 4;
+    if (layout_bytes(spec, 2) > nvidia_shared_limit(arch)) spec.waves = 4;
     return {spec.block_q, spec.block_k, spec.waves};
 }
 
