@@ -9,7 +9,8 @@
 // S = Q K^T, moves its frames by the rescale margin, and adds P V to its O, with the
 // fragments of fa_mma_sm80 (prelude_nvidia.h's m16n8 softmax). Decode reads each key
 // once and does little with it, so memory sets the pace: the copies of every warp's next
-// step are in flight together (kv_stages buffers a warp: the host's choice, two).
+// step are in flight together (kv_stages buffers a warp, the host's choice: two on sm_90
+// and later).
 //
 // At the end the warps merge their partials in shared memory laid over their K/V buffers,
 // each bringing its O and sum to the largest frame, and fa_split_finish ends the block.
