@@ -72,9 +72,9 @@ int resident_blocks(const KernelSpec& spec, unsigned bytes) {
 // dense batch 16; L2 prefetches one and two steps past the pipeline cost 1-3% and 15-18%
 // (H100, tools/tiles/decode_mma.md step 29). Once HBM sets the pace, more requests in
 // flight slow it; why is not located. Before sm_90, unmeasured, the count that keeps the
-// most in flight given how many blocks fit, as before that step: there two stages would
-// turn one block of four at d <= 64 into two blocks at 128 registers, where ptxas spilled
-// (d=56, a window over 16-key pages, sm_80).
+// most in flight given how many blocks fit, as before that step: on sm_80 two stages would
+// turn one block of four at d=48-64 into two blocks at 128 registers, where ptxas spilled
+// (d=56, a window over 16-key pages).
 int kv_stages(const KernelSpec& spec) {
     if (sm_version(spec.arch) >= 90) return 2;
     int best = 2;
