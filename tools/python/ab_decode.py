@@ -10,9 +10,9 @@ more runtime with those FAJIT_* settings (FAJIT_TEMPLATE_DIR: other kernel templ
 shape (BATCHxKEYS: bf16, GQA 32/8 unless --heads-q/--heads-kv say otherwise, D=128 unless
 --head-dim, one query row unless --len-q, shuffled 16-key pages, or the same K/V dense and
 contiguous with --dense) is replayed as compare_batched.py's graphs do, in rounds that
-alternate between the runtimes, so clock and temperature drift fall on all of them alike. Each row prints every round's ms per call and
-the largest difference of each variant's output from base's (0 where only the speed should
-change).
+alternate between the runtimes, so clock and temperature drift fall on all of them alike.
+Each row prints every round's ms per call and the largest difference of each variant's
+output from base's (0 where only the speed should change).
 """
 import argparse
 import os

@@ -7,9 +7,9 @@ Sliding window: a 2,048-row prefill chunk and a decode batch at the end of 32K k
 4,096-key window, against plain causal calls at 4K keys. The chunk's rows see 4,096 keys each
 under the window and 2,049..4,096 without it, so the windowed call has 4/3 the work; both
 figures are printed. The chunk is also timed against a causal call of equal work, Lq = Lk =
-4096 (8.39M visible pairs a head in both). Soft-cap and sinks: the seed shape (bf16, GQA 32/8, D=128, Lq 2048, Lk
-8192, bottom-right), D=256 (Gemma 2's head dim) and decode, each with and without the
-feature, and the seed shape in f16. Every timing is CUDA events over back-to-back calls,
+4096 (8.39M visible pairs a head in both). Soft-cap and sinks: the seed shape (bf16, GQA
+32/8, D=128, Lq 2048, Lk 8192, bottom-right), D=256 (Gemma 2's head dim) and decode, each
+with and without the feature, and the seed shape in f16. Every timing is CUDA events over back-to-back calls,
 each row measured twice (rounds), since run-to-run spread is real. --template-dir-a/-b time
 two template trees against each other on every row (an A/B of a kernel change).
 """
