@@ -7,6 +7,7 @@
 
 #include "cache/remote_storage.hpp"
 #include "families/registry.hpp"
+#include "spec/comma_list.hpp"
 
 namespace fajit {
 namespace {
@@ -81,10 +82,7 @@ std::optional<std::uint64_t> parse_byte_size(const std::string& text) {
 
 std::optional<TilePin> parse_tile_pin(std::string_view text) {
     TilePin pin;
-    while (!text.empty()) {
-        const auto end = std::min(text.find(','), text.size());
-        const auto item = text.substr(0, end);
-        text.remove_prefix(std::min(end + 1, text.size()));
+    for (const std::string_view item : comma_list_items(text)) {
         const auto eq = item.find('=');
         if (eq == std::string_view::npos) return std::nullopt;
         const auto name = item.substr(0, eq);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fajit/kernel_spec.hpp"
+#include "spec/comma_list.hpp"
 #include "spec/spec_fields.hpp"
 
 namespace fajit {
@@ -85,10 +86,7 @@ SpecFields read_spec_fields(std::string_view text) {
         return result;
     };
     std::map<std::string, std::string, std::less<>> fields;
-    while (!text.empty()) {
-        const auto end = std::min(text.find(','), text.size());
-        const auto item = text.substr(0, end);
-        text.remove_prefix(std::min(end + 1, text.size()));
+    for (const std::string_view item : comma_list_items(text)) {
         const auto eq = item.find('=');
         if (eq == std::string_view::npos || eq == 0)
             return fail("spec: expected name=value, got '" + std::string(item) + "'");

@@ -14,6 +14,7 @@
 #include "codegen/isa_report.hpp"
 #include "families/registry.hpp"
 #include "spec/arch.hpp"
+#include "spec/comma_list.hpp"
 
 namespace fajit::testing {
 
@@ -99,12 +100,7 @@ namespace {
 std::vector<std::string> swept_families() {
     std::vector<std::string> families;
     const char* list = std::getenv("FAJIT_TEST_FAMILIES");
-    std::string_view rest = list ? list : "";
-    while (!rest.empty()) {
-        const std::size_t comma = rest.find(',');
-        families.emplace_back(rest.substr(0, comma));
-        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
+    for (const std::string_view family : comma_list_items(list ? list : "")) families.emplace_back(family);
     for (const std::string& family : families)
         REQUIRE_MESSAGE(find_family(family) != nullptr, "FAJIT_TEST_FAMILIES names no family '", family, "'");
     return families;

@@ -2,6 +2,7 @@
 
 #include "fajit/kernel_spec.hpp"
 #include "spec/arch.hpp"
+#include "spec/comma_list.hpp"
 
 using namespace fajit;
 
@@ -113,6 +114,20 @@ TEST_CASE("parse accepts any field order and fills tile defaults") {
     CHECK(parsed.spec->arch == "sm_80");
     CHECK(parsed.spec->block_k == 64);
     CHECK(parsed.spec->causal == CausalMode::none);
+}
+
+TEST_CASE("comma lists: every comma ends an item, a trailing one adds none") {
+    using Items = std::vector<std::string_view>;
+    CHECK(comma_list_items("") == Items{});
+    CHECK(comma_list_items("a") == Items{"a"});
+    CHECK(comma_list_items("d=64,dtype=f16") == Items{"d=64", "dtype=f16"});
+    CHECK(comma_list_items("a,") == Items{"a"});
+    CHECK(comma_list_items(",") == Items{""});
+    CHECK(comma_list_items("a,,b") == Items{"a", "", "b"});
+    // A spec with an empty item is refused, naming what it got.
+    const auto parsed = parse_spec("family=scalar,,d=64,dtype=f16,arch=sm_80");
+    CHECK_FALSE(parsed.spec);
+    CHECK(parsed.error == "spec: expected name=value, got ''");
 }
 
 TEST_CASE("arch keeps its feature suffix whole, even with commas elsewhere") {

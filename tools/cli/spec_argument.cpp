@@ -4,6 +4,7 @@
 
 #include "exit_codes.hpp"
 #include "families/registry.hpp"
+#include "spec/comma_list.hpp"
 #include "spec/spec_fields.hpp"
 
 namespace fajit::cli {
@@ -12,13 +13,8 @@ KernelSpec parse_spec_argument(const std::string& text, const std::string& arch)
     std::string retargeted = text;
     if (!arch.empty()) {
         retargeted.clear();
-        std::size_t begin = 0;
-        while (begin <= text.size()) {
-            const std::size_t end = std::min(text.find(',', begin), text.size());
-            const std::string field = text.substr(begin, end - begin);
-            if (!field.starts_with("arch=")) retargeted += field + ",";
-            begin = end + 1;
-        }
+        for (const std::string_view field : comma_list_items(text))
+            if (!field.starts_with("arch=")) retargeted += std::string(field) + ",";
         retargeted += "arch=" + arch;
     }
     auto parsed = parse_spec(retargeted);
