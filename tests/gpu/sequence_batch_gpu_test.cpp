@@ -41,6 +41,16 @@ const std::vector<std::pair<int, int>> length_sets[] = {
     {{1, 1000}, {2, 37}, {0, 5}, {1, 0}, {2, 1}, {1, 4100}},
 };
 
+// A batch of sequences with these (query rows, keys) lengths; the rest as BatchShape's defaults.
+BatchShape batch_of(const std::vector<std::pair<int, int>>& lengths) {
+    BatchShape shape;
+    for (const auto& [len_q, len_k] : lengths) {
+        shape.len_q.push_back(len_q);
+        shape.len_k.push_back(len_k);
+    }
+    return shape;
+}
+
 // The family's spec for a batched shape with its default tiles, or nothing where the family
 // does not take it: its layout, a head dim or dtype it lacks, or a shape it leaves to
 // others (decode families take decode shapes only).
@@ -114,12 +124,7 @@ TEST_CASE("every family that takes a batched layout matches the f64 reference pe
             for (const DType dtype : {DType::f16, DType::bf16})
                 for (const int head_dim : {64, 128, 256})
                     for (const int group : {1, 4, 8}) {
-                        const auto& lengths = length_sets[index % 3];
-                        BatchShape shape;
-                        for (const auto& [len_q, len_k] : lengths) {
-                            shape.len_q.push_back(len_q);
-                            shape.len_k.push_back(len_k);
-                        }
+                        BatchShape shape = batch_of(length_sets[index % 3]);
                         shape.heads_kv = 2;
                         shape.heads_q = 2 * group;
                         shape.head_dim = head_dim;
@@ -136,6 +141,32 @@ TEST_CASE("every family that takes a batched layout matches the f64 reference pe
         }
     }
     CHECK(run_cases(cases, "batched sweep") == 0);
+}
+
+TEST_CASE("every family that takes paged K/V matches the f64 reference at every page size from 1 to 256") {
+    if (skip_without_device()) return;
+    const std::string arch = gpu_test_arch();
+    std::vector<Case> cases;
+    for (const VariantRow& row : variant_table()) {
+        const FamilyDescriptor& family = *row.family;
+        if (!family.compiles_for(arch)) continue;
+        // The other powers of two, 1, 16 and 64, are swept above with every head dim and group.
+        for (const int page_size : {2, 4, 8, 32, 128, 256})
+            for (const auto& lengths : length_sets) {
+                BatchShape shape = batch_of(lengths);
+                shape.heads_kv = 2;
+                shape.heads_q = 8;
+                shape.head_dim = 128;
+                shape.dtype = DType::bf16;
+                shape.causal = CausalMode::bottom_right;
+                shape.scale = 4.0f / std::sqrt(128.0f);
+                shape.kv_layout = KvLayout::paged;
+                shape.page_size = page_size;
+                shape.heads_first = cases.size() % 2 == 1;
+                if (const auto spec = batched_spec(family, arch, shape)) cases.push_back({shape, *spec});
+            }
+    }
+    CHECK(run_cases(cases, "every page size") == 0);
 }
 
 TEST_CASE("the dispatcher runs a decode-shaped paged call through whichever family it selects") {
@@ -179,11 +210,7 @@ TEST_CASE("every family that takes a batched layout matches the f64 reference wi
         const FamilyDescriptor& family = *row.family;
         if (!family.compiles_for(arch)) continue;
         for (const ValueDimCase& c : value_dim_cases) {
-            BatchShape shape;
-            for (const auto& [len_q, len_k] : length_sets[cases.size() % 2]) {
-                shape.len_q.push_back(len_q);
-                shape.len_k.push_back(len_k);
-            }
+            BatchShape shape = batch_of(length_sets[cases.size() % 2]);
             shape.heads_kv = 2;
             shape.heads_q = 8;
             shape.head_dim = c.head_dim;
