@@ -7,7 +7,8 @@
 // alone over ragged K/V at D=64 and 96; with FAJIT_TEST_EXHAUSTIVE=1 every feature set at
 // every head dim the family takes, and all of them and each alone in every layout. No GPU
 // is needed; a backend whose compiler library is absent is skipped with its reason.
-// V head dims of their own (KernelSpec::head_dim_v) are swept the same way.
+// V head dims of their own (KernelSpec::head_dim_v) are swept the same way, and so are
+// paged K/V's page sizes.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -174,4 +175,27 @@ std::vector<KernelSpec> value_dim_specs(const std::string& family, const std::st
 TEST_CASE("a V head dim of its own compiles in every family for every arch it serves, without spills") {
     std::printf("V head dims: %d variants compiled, each checked for spills\n",
                 compile_targets(every_target, value_dim_specs, 1, Spills::fail));
+}
+
+namespace {
+
+// Every power-of-two page size to 256 at d=128 in bf16, with all three features (the most
+// registers beside the page walk); 16-key pages are in the features' sample above.
+std::vector<KernelSpec> page_size_specs(const std::string& family, const std::string& arch) {
+    std::vector<KernelSpec> specs;
+    for (int page_size = 1; page_size <= 256; page_size *= 2) {
+        if (page_size == 16) continue;
+        const KernelSpec spec = featured_spec(family, arch, 128, DType::bf16, CausalMode::bottom_right, all_features,
+                                              {KvLayout::paged, page_size});
+        REQUIRE_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
+        specs.push_back(spec);
+    }
+    return specs;
+}
+
+}  // namespace
+
+TEST_CASE("paged K/V compiles at every power-of-two page size in every family for every arch, without spills") {
+    std::printf("page sizes: %d variants compiled, each checked for spills\n",
+                compile_targets(every_target, page_size_specs, 8, Spills::fail));
 }
