@@ -9,9 +9,10 @@ under the window and 2,049..4,096 without it, so the windowed call has 4/3 the w
 figures are printed. The chunk is also timed against a causal call of equal work, Lq = Lk =
 4096 (8.39M visible pairs a head in both). Soft-cap and sinks: the seed shape (bf16, GQA
 32/8, D=128, Lq 2048, Lk 8192, bottom-right), D=256 (Gemma 2's head dim) and decode, each
-with and without the feature, and the seed shape in f16. Every timing is CUDA events over back-to-back calls,
-each row measured twice (rounds), since run-to-run spread is real. --template-dir-a/-b time
-two template trees against each other on every row (an A/B of a kernel change).
+with and without the feature, and the seed shape in f16. Every timing is CUDA events over
+back-to-back calls, each row measured twice (rounds), since run-to-run spread is real.
+--template-dir-a/-b time two template trees against each other on every row (an A/B of a
+kernel change).
 """
 import argparse
 import json
