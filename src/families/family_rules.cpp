@@ -106,18 +106,51 @@ LaunchShape split_launch(const KernelSpec& spec, const AttentionArgs& args, cons
     return shape;
 }
 
+namespace {
+
+// Past 4 splits a split's start, drain and merge are no longer small beside a block's keys
+// at the lengths where the last wave matters (no more were timed).
+constexpr int max_wave_splits = 4;
+// The last wave is split for only while the unsplit blocks make fewer than three waves:
+// the costs were timed there (a fifth of a second wave 8%, of a third 2-5%), and the more
+// waves come before it, the smaller the share of a call it is.
+constexpr long long max_waves_split_for_last = 3;
+
+// Where the unsplit blocks already overflow one wave of `slots`: the fewest splits, up to
+// `most`, whose last wave is empty or at least a third full, else those with the fullest
+// last wave. Decode blocks are alike, so a thin last wave runs alone after the rest with
+// most of the device idle; shorter blocks shorten it. H100, d=128, 32K keys: 160
+// (sequence, KV head) pairs on 132 SMs (a fifth of a second wave) ran 8% faster in 2 or 3
+// splits than unsplit, while 192 pairs (nearly half) and 1,024 (three quarters) ran as fast
+// or faster unsplit: each split adds its start, drain and merge (tools/tiles/decode_mma.md,
+// step 32).
+int splits_for_last_wave(long long pairs, long long slots, int most) {
+    const auto last_wave = [&](int splits) { return pairs * splits % slots; };
+    int fullest = 1;
+    for (int splits = 1; splits <= most; ++splits) {
+        const long long blocks = last_wave(splits);
+        if (blocks == 0 || 3 * blocks >= slots) return splits;
+        if (blocks > last_wave(fullest)) fullest = splits;
+    }
+    return fullest;
+}
+
+}  // namespace
+
 SplitPlan plan_key_splits(const KernelSpec& spec, const AttentionArgs& args, int compute_units, int requested,
                           SplitRule rule) {
     const long long pairs = static_cast<long long>(args.batch) * args.heads_kv;
     int splits = requested;
     if (splits <= 0) {
-        // Split only as far as one wave of resident blocks: decode blocks are all alike, so a
-        // second, partial wave would run at a fraction of the device and cost as long as
-        // the first. Never split below a useful length either.
-        const long long wanted =
-            static_cast<long long>(std::max(compute_units, 1)) * rule.blocks_per_compute_unit / pairs;
-        const long long useful = std::max(1, args.len_k / rule.min_keys_per_split);
-        splits = static_cast<int>(std::clamp<long long>(std::min(wanted, useful), 1, rule.max_splits));
+        // Where the pairs leave resident slots free, split only as far as one wave: decode
+        // blocks are all alike, so a second, partial wave would run at a fraction of the
+        // device and cost as long as the first. Where they overflow one wave but not three,
+        // split for the last. Never split below a useful length either.
+        const long long slots = static_cast<long long>(std::max(compute_units, 1)) * rule.blocks_per_compute_unit;
+        const long long useful = std::clamp<long long>(args.len_k / rule.min_keys_per_split, 1, rule.max_splits);
+        splits = static_cast<int>(std::clamp<long long>(std::min(slots / pairs, useful), 1, rule.max_splits));
+        if (pairs > slots && pairs < max_waves_split_for_last * slots)
+            splits = splits_for_last_wave(pairs, slots, static_cast<int>(std::min<long long>(useful, max_wave_splits)));
     }
     SplitPlan plan;
     plan.num_splits = splits;

@@ -505,6 +505,36 @@ TEST_CASE("decode-mma splits to one wave of the blocks an SM holds at once") {
     CHECK(decode->plan_splits(four_warps, args, 132, 0).num_splits == 32);  // 264 slots, but splits of 256 keys
 }
 
+TEST_CASE("between one wave and three, decode-mma splits until the last wave is at least a third full") {
+    const FamilyDescriptor* decode = find_family("decode-mma");
+    REQUIRE(decode);
+    KernelSpec spec;
+    spec.family = "decode-mma";
+    spec.head_dim = 128;
+    spec.arch = "sm_90a";
+    spec = with_family_defaults(spec);  // one block an SM: 132 slots
+    AttentionArgs args;
+    args.heads_kv = 8;
+    args.len_k = 32768;
+    const auto splits_at = [&](int batch) {
+        args.batch = batch;
+        return decode->plan_splits(spec, args, 132, 0).num_splits;
+    };
+    CHECK(splits_at(20) == 2);  // 160 pairs leave 28 in a second wave; 320 leave 56
+    CHECK(splits_at(24) == 1);  // 192 pairs leave 60
+    CHECK(splits_at(33) == 1);  // 264 pairs are two full waves
+    CHECK(splits_at(40) == 1);  // 320 pairs leave 56
+    CHECK(splits_at(50) == 1);  // 400 pairs make three waves or more: not split for the last
+    CHECK(splits_at(18) == 4);  // 144 pairs: 12, 24, 36, then 48 of 132
+    CHECK(splits_at(17) == 4);  // 136 pairs: no count to 4 reaches a third; 4 leaves the most
+    args.len_k = 512;           // two splits of 256 keys at most
+    CHECK(splits_at(18) == 2);
+    args.len_k = 256;
+    CHECK(splits_at(20) == 1);
+    args.batch = 20;
+    CHECK(decode->plan_splits(spec, args, 132, 3).num_splits == 3);  // a pinned count stands
+}
+
 TEST_CASE("a V head dim of its own runs on each arch's tensor-core families, decode included") {
     ShapeClass mla = shape(192, DType::bf16);
     mla.head_dim_v = 128;
