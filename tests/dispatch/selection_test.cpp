@@ -531,7 +531,6 @@ TEST_CASE("between one wave and three, decode-mma splits until the last wave is 
     CHECK(splits_at(18) == 2);
     args.len_k = 256;
     CHECK(splits_at(20) == 1);
-    args.batch = 20;
     CHECK(decode->plan_splits(spec, args, 132, 3).num_splits == 3);  // a pinned count stands
 }
 
