@@ -131,8 +131,9 @@ struct Runtime::State {
     }
 
     // The splits of each (sequence, KV head) as one cluster (the grid's x extent), where the
-    // device holds every cluster of the launch at once: the split plan fills one wave of
-    // blocks, and clusters left waiting for a second wave would cost as long as the first.
+    // device holds every cluster of the launch at once: a plan that fills one wave of blocks
+    // is held whole, and clusters left waiting for a second wave would cost as long as the
+    // first (a plan split for its last wave has several waves, and merges through L2).
     static unsigned splits_cluster(LoadedKernel& kernel, LaunchShape shape) {
         shape.cluster_blocks = shape.grid[0];
         const long long clusters = static_cast<long long>(shape.grid[1]) * shape.grid[2];
