@@ -148,7 +148,7 @@ SplitPlan plan_key_splits(const KernelSpec& spec, const AttentionArgs& args, int
         // split for the last. Never split below a useful length either.
         const long long slots = static_cast<long long>(std::max(compute_units, 1)) * rule.blocks_per_compute_unit;
         const long long useful = std::clamp<long long>(args.len_k / rule.min_keys_per_split, 1, rule.max_splits);
-        splits = static_cast<int>(std::clamp<long long>(std::min(slots / pairs, useful), 1, rule.max_splits));
+        splits = static_cast<int>(std::max<long long>(std::min(slots / pairs, useful), 1));
         if (pairs > slots && pairs < max_waves_split_for_last * slots)
             splits = splits_for_last_wave(pairs, slots, static_cast<int>(std::min<long long>(useful, max_wave_splits)));
     }

@@ -32,8 +32,10 @@ constexpr Features all_features = {true, true, true};
 constexpr Features single_features[] = {{true, false, false}, {false, true, false}, {false, false, true}};
 
 KernelSpec featured_spec(const std::string& family, const std::string& arch, int head_dim, DType dtype,
-                         CausalMode causal, Features features, KvCase layout = {KvLayout::dense, 0}) {
+                         CausalMode causal, Features features, KvCase layout = {KvLayout::dense, 0},
+                         int head_dim_v = 0) {
     KernelSpec with;
+    with.head_dim_v = head_dim_v;
     with.window = features.window;
     with.softcap = features.softcap;
     with.sinks = features.sinks;
@@ -155,14 +157,8 @@ std::vector<KernelSpec> value_dim_specs(const std::string& family, const std::st
             if (causal == CausalMode::none && !exhaustive_sweeps()) continue;
             for (const DType dtype : {DType::f16, DType::bf16}) {
                 if (dtype != pair.dtype && !exhaustive_sweeps()) continue;
-                KernelSpec with;
-                with.head_dim_v = pair.head_dim_v;
-                with.window = pair.features.window;
-                with.softcap = pair.features.softcap;
-                with.sinks = pair.features.sinks;
-                KernelSpec spec = default_spec(family, arch, pair.head_dim, dtype, causal, pair.layout.layout,
-                                               pair.layout.page_size, with);
-                if (family == "decode-split") spec.block_q = 4;  // a GQA group of 4, one query row
+                const KernelSpec spec = featured_spec(family, arch, pair.head_dim, dtype, causal, pair.features,
+                                                      pair.layout, pair.head_dim_v);
                 REQUIRE_MESSAGE(validate(spec).empty(), to_string(spec), ": ", validate(spec));
                 specs.push_back(spec);
             }
