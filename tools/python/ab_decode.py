@@ -6,7 +6,8 @@ against the one before, where the step is a few microseconds a call.
         --variant l2-merge:FAJIT_CLUSTER_MERGE=0 --shapes 1x8192 1x32768 16x8192
 
 Runtime "base" has no settings of its own; each --variant NAME:KEY=VALUE[,KEY=VALUE...] is one
-more runtime with those FAJIT_* settings (FAJIT_TEMPLATE_DIR: other kernel templates). Each
+more runtime with those FAJIT_* settings (FAJIT_TEMPLATE_DIR: other kernel templates; library=PATH:
+another build of the library, for a change to the host code, e.g. a stage count). Each
 shape (BATCHxKEYS: bf16, GQA 32/8 unless --heads-q/--heads-kv say otherwise, D=128 unless
 --head-dim, one query row unless --len-q, shuffled 16-key pages, or the same K/V dense and
 contiguous with --dense) is replayed as compare_batched.py's graphs do, in rounds that
@@ -22,7 +23,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fajit  # noqa: E402
-from ab_runtimes import parse_variant  # noqa: E402
+from ab_runtimes import parse_variant, variant_runtimes  # noqa: E402
 from compare_batched import graph_ms, paged_inputs  # noqa: E402
 
 
@@ -37,7 +38,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--library", default=fajit.default_library_path())
     parser.add_argument("--variant", type=parse_variant, action="append", default=[],
-                        help="NAME:FAJIT_KEY=VALUE[,...]: one more runtime beside base (repeatable)")
+                        help="NAME:KEY=VALUE[,...]: one more runtime beside base (repeatable); KEY FAJIT_* or library")
     parser.add_argument("--shapes", type=parse_shape, nargs="+", default=[(1, 8192), (1, 32768), (16, 8192)])
     parser.add_argument("--len-q", type=int, default=1)
     parser.add_argument("--heads-q", type=int, default=32)
@@ -50,10 +51,7 @@ def main():
     if not args.variant:
         parser.error("give at least one --variant to compare with base")
     # Indices unchecked, as under graph capture.
-    runtimes = {"base": fajit.Runtime(args.library, FAJIT_LOG_LEVEL="warn", FAJIT_CHECK_INDICES="0")}
-    for name, settings in args.variant:
-        runtimes[name] = fajit.Runtime(args.library,
-                                       **{"FAJIT_LOG_LEVEL": "warn", "FAJIT_CHECK_INDICES": "0", **settings})
+    runtimes = variant_runtimes(args.library, args.variant, FAJIT_LOG_LEVEL="warn", FAJIT_CHECK_INDICES="0")
     for batch, len_k in args.shapes:
         shape = argparse.Namespace(batch=batch, len_k=len_k, len_q=args.len_q, page_size=16, heads_q=args.heads_q,
                                    heads_kv=args.heads_kv, head_dim=args.head_dim, heads_first=False, in_order=False)

@@ -7,7 +7,8 @@
 Runtime "base" has no settings of its own; each --variant NAME:KEY=VALUE[,KEY=VALUE...] is one
 more runtime with those FAJIT_* settings: FAJIT_TEMPLATE_DIR times other kernel templates
 (a step's templates against the last commit's, exported with `git archive`),
-FAJIT_TENSOR_MAPS=0 the cp.async copies against TMA. Every runtime runs the same inputs, in
+FAJIT_TENSOR_MAPS=0 the cp.async copies against TMA, and library=PATH another build of the
+library, for a change to the host code. Every runtime runs the same inputs, in
 rounds that alternate between the runtimes (CUDA events over back-to-back calls), so clock
 and temperature drift fall on all of them alike. Each row prints every round's ms, the
 TFLOP/s of each runtime's best round, and the largest difference of each variant's output
@@ -58,13 +59,27 @@ SHAPES = {  # dtype, batch, heads_q, heads_kv, d, len_q, len_k, causal[, dv wher
 
 
 def parse_variant(text):
-    """NAME:KEY=VALUE[,KEY=VALUE...] as (name, settings); a value may hold commas
-    (FAJIT_TILE=bq=64,waves=4): only a comma before FAJIT_ starts the next setting."""
+    """NAME:KEY=VALUE[,KEY=VALUE...] as (name, settings). A KEY is a FAJIT_* setting, or
+    library, the path of another build of libfajit.so: loaded beside base's in the same
+    process, it times a change to the host code (a tile plan, a stage count), which
+    FAJIT_TEMPLATE_DIR cannot. A value may hold commas (FAJIT_TILE=bq=64,waves=4): only a
+    comma before FAJIT_ or library= starts the next setting."""
     name, _, assignments = text.partition(":")
-    settings = dict(item.split("=", 1) for item in re.split(r",(?=FAJIT_)", assignments) if item)
-    if not name or not settings or not all(key.startswith("FAJIT_") for key in settings):
-        raise argparse.ArgumentTypeError(f"--variant {text!r}: expected NAME:FAJIT_KEY=VALUE[,FAJIT_KEY=VALUE...]")
+    settings = dict(item.split("=", 1) for item in re.split(r",(?=FAJIT_|library=)", assignments) if item)
+    if not name or not settings or not all(key.startswith("FAJIT_") or key == "library" for key in settings):
+        raise argparse.ArgumentTypeError(
+            f"--variant {text!r}: expected NAME:KEY=VALUE[,KEY=VALUE...], each KEY FAJIT_* or library")
     return name, settings
+
+
+def variant_runtimes(library, variants, **common):
+    """Runtime "base" on library with the common settings, and one runtime a variant, on the
+    build it names (its library setting) or on base's."""
+    runtimes = {"base": fajit.Runtime(library, **common)}
+    for name, settings in variants:
+        settings = dict(settings)
+        runtimes[name] = fajit.Runtime(settings.pop("library", library), **{**common, **settings})
+    return runtimes
 
 
 def inputs(dtype, batch, heads_q, heads_kv, d, dv, len_q, len_k):
@@ -78,7 +93,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--library", default=fajit.default_library_path())
     parser.add_argument("--variant", type=parse_variant, action="append", default=[],
-                        help="NAME:FAJIT_KEY=VALUE[,...]: one more runtime beside base (repeatable)")
+                        help="NAME:KEY=VALUE[,...]: one more runtime beside base (repeatable); KEY FAJIT_* or library")
     parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=["seed", "hopper"])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--reps", type=int, default=20)
@@ -86,9 +101,7 @@ def main():
     args = parser.parse_args()
     if not args.variant:
         parser.error("give at least one --variant to compare with base")
-    runtimes = {"base": fajit.Runtime(args.library, FAJIT_LOG_LEVEL="warn")}
-    for name, settings in args.variant:
-        runtimes[name] = fajit.Runtime(args.library, **{"FAJIT_LOG_LEVEL": "warn", **settings})
+    runtimes = variant_runtimes(args.library, args.variant, FAJIT_LOG_LEVEL="warn")
     for shape in (shape for name in args.shapes for shape in SHAPES[name]):
         dtype, batch, heads_q, heads_kv, d, len_q, len_k, causal, *value_dim = shape
         dv = value_dim[0] if value_dim else d
